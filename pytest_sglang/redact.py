@@ -1,0 +1,102 @@
+"""Secrets never leave the collector: every value that could hold one is replaced here.
+
+SGLang returns its own ``api_key``, ``admin_api_key`` and ``ssl_keyfile_password`` in
+``/server_info`` (all versions), prints them in the start-up line, and keeps ``--api-key X``
+verbatim inside ``launch_command`` (0.5.20+). We redact at the boundary, before anything is
+parsed, stored, rendered or written, so no later step can leak them.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+REDACTED = "<redacted>"
+
+SECRET_KEYS = frozenset(
+    {
+        "api_key",
+        "admin_api_key",
+        "ssl_keyfile_password",
+        "watermark_key",
+        "watermark_key_b",
+        "watermark_config",
+        "hf_token",
+    }
+)
+# Any key whose name says it is a secret, e.g. a future ``foo_api_key`` or ``bar_token``.
+_SECRET_NAME = re.compile(r"(^|_)(api_key|password|passwd|secret|token|watermark_key)(_|$)", re.I)
+# Fields that are *counts* or *sizes* of tokens, not credentials.
+_NOT_SECRET = re.compile(r"(tokens?_(num|len|size|ids?|usage|capacity|budget)|num_.*tokens?|max_.*tokens?|_tokens$)", re.I)
+
+_FLAG_SECRET = re.compile(r"^--?(?:[\w-]*-)?(api-key|admin-api-key|ssl-keyfile-password|password|token|secret|watermark-key(?:-b)?|watermark-config|hf-token)$", re.I)
+_ENV_SECRET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:API_KEY|TOKEN|PASSWORD|SECRET)[A-Za-z0-9_]*)=", re.I)
+
+
+def is_secret_key(key: str) -> bool:
+    if key in SECRET_KEYS:
+        return True
+    if _NOT_SECRET.search(key):
+        return False
+    return bool(_SECRET_NAME.search(key))
+
+
+def redact_value(key: str, value: Any) -> Any:
+    if value is None or value == "" or value is False:
+        return value
+    return REDACTED
+
+
+def redact_mapping(data: Any) -> Any:
+    """Deep copy of JSON-like data with secret fields and launch commands redacted."""
+    if isinstance(data, dict):
+        out: dict[Any, Any] = {}
+        for key, value in data.items():
+            if isinstance(key, str) and is_secret_key(key):
+                out[key] = redact_value(key, value)
+            elif key in ("launch_command", "_launch_command") and isinstance(value, str):
+                out[key] = redact_command(value)
+            else:
+                out[key] = redact_mapping(value)
+        return out
+    if isinstance(data, list):
+        return [redact_mapping(v) for v in data]
+    return data
+
+
+def redact_command(command: str) -> str:
+    """Redact secret flag values in a command line: ``--api-key X``, ``--api-key=X``, ``HF_TOKEN=X``."""
+    try:
+        words = shlex.split(command, posix=True)
+    except ValueError:
+        words = command.split()
+    out: list[str] = []
+    hide_next = False
+    for word in words:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        flag, eq, _ = word.partition("=")
+        if _FLAG_SECRET.match(flag):
+            if eq:
+                out.append(f"{flag}={REDACTED}")
+            else:
+                out.append(word)
+                hide_next = True
+            continue
+        env = _ENV_SECRET.match(word)
+        if env:
+            out.append(f"{env.group(1)}={REDACTED}")
+            continue
+        out.append(word)
+    return " ".join(shlex.quote(w) if w != REDACTED and not w.endswith("=" + REDACTED) else w for w in out)
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    """Remove known secret strings (e.g. the user's api key) from free text."""
+    for secret in secrets:
+        if secret and len(secret) >= 3:
+            text = text.replace(secret, REDACTED)
+    return text
