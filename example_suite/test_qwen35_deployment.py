@@ -1,0 +1,67 @@
+"""What a team promoting Qwen3.5-122B-A10B on 4x RTX PRO 6000 Blackwell (SM120) checks
+before a new server configuration goes live.
+
+Run it against the bundled simulated deployments:
+
+    pytest example_suite --sglang-host=sim://qwen35-122b-a10b-4xrtx6000-baseline    # all pass
+    pytest example_suite --sglang-host=sim://qwen35-122b-a10b-4xrtx6000-candidate   # two fail
+
+or against a live server: ``pytest example_suite --sglang-host=http://gpu1:30000``.
+"""
+
+import pytest
+
+ARCHITECTURE = "Qwen3_5MoeForConditionalGeneration"
+SERVED_NAME = "qwen3.5-122b-a10b"
+# The capacity the deployment was sized and load-tested for.
+MIN_RUNNING_REQUESTS = 48
+
+
+def test_serves_the_expected_architecture(model_info):
+    assert model_info.architectures == [ARCHITECTURE]
+
+
+def test_clients_address_the_served_model_name(server_args):
+    assert server_args.served_model_name == SERVED_NAME
+
+
+def test_tensor_parallel_across_four_gpus(server_args):
+    assert server_args.tp_size == 4
+
+
+@pytest.mark.requires_gpus(4)
+def test_every_gpu_is_used(effective):
+    assert effective.tp_size * (effective.pp_size or 1) == effective.gpu_count
+
+
+def test_effective_running_requests_meet_the_sizing(effective):
+    # The effective value, not the argument: SGLang can cap it at start-up (KV or mamba state cache).
+    assert effective.max_running_requests >= MIN_RUNNING_REQUESTS
+
+
+def test_prefill_cuda_graph_is_on(effective):
+    # Piecewise (<= 0.5.13) or prefill (0.5.14+) CUDA graph: SGLang turns it off silently for some models.
+    assert effective.prefill_cuda_graph is True
+
+
+def test_decode_cuda_graph_covers_every_running_request(effective):
+    assert effective.decode_cuda_graph is True
+    assert effective.decode_cuda_graph_max_bs >= effective.max_running_requests
+
+
+@pytest.mark.requires_sm(120)
+def test_flashinfer_allreduce_fusion_is_not_in_effect_on_sm120(effective):
+    # The fusion kernel runs only on SM90/SM10x: on SM120 the flag changes nothing but memory.
+    assert effective.flashinfer_allreduce_fusion is False
+
+
+def test_kv_cache_holds_a_full_context(effective):
+    assert effective.max_total_num_tokens >= effective.context_len
+
+
+def test_prefix_cache_is_on(server_args):
+    assert server_args.disable_radix_cache is not True
+
+
+def test_metrics_are_exported(server_args):
+    assert server_args.enable_metrics is True

@@ -1,0 +1,169 @@
+"""Collect facts over HTTP: one ``requests`` session per target, connection reuse,
+timeouts, bounded retries on connection errors, and one-line errors for what goes wrong."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from ..errors import AuthError, NotReadyError, TargetError
+from ..facts import ENDPOINTS, Endpoint, Facts
+from ..redact import redact_mapping, scrub
+
+REQUIRED = ("server_info",)
+
+
+class HttpClient:
+    """A small client for one SGLang server. The api key is held here only, never in facts."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        retries: int = 2,
+        verify: bool | str = True,
+        name: str | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.name = name or self.base_url
+        self.timeout = timeout
+        self._api_key = api_key
+        self.session = requests.Session()
+        self.session.verify = verify
+        # Retry only connection set-up failures (refused while restarting, DNS blips);
+        # never a request the server may have acted on.
+        retry = Retry(total=retries, connect=retries, read=0, status=0, other=0, backoff_factor=0.2, allowed_methods=None, raise_on_status=False)
+        adapter = HTTPAdapter(max_retries=retry, pool_connections=4, pool_maxsize=32)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        if api_key:
+            self.session.headers["Authorization"] = f"Bearer {api_key}"
+        self.session.headers["User-Agent"] = "pytest-sglang"
+
+    @property
+    def has_api_key(self) -> bool:
+        return bool(self._api_key)
+
+    def url(self, path: str) -> str:
+        return f"{self.base_url}{path}"
+
+    def request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        """Any request to the server, with the session's auth and timeout; transport
+        failures become one-line :class:`TargetError`."""
+        kwargs.setdefault("timeout", self.timeout)
+        try:
+            return self.session.request(method, self.url(path), **kwargs)
+        except requests.RequestException as exc:
+            raise TargetError(self._describe(exc, path)) from None
+
+    def get(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.request("POST", path, **kwargs)
+
+    def close(self) -> None:
+        self.session.close()
+
+    def _describe(self, exc: Exception, path: str) -> str:
+        where = f"{self.name}{path}"
+        text = str(exc)
+        if isinstance(exc, requests.exceptions.SSLError):
+            return f"TLS error talking to {where}: check https:// vs http:// and the certificate"
+        if isinstance(exc, (requests.exceptions.ConnectTimeout, requests.exceptions.ReadTimeout, requests.Timeout)):
+            return f"{where} did not answer within {self.timeout:g}s: raise --sglang-timeout or check the server is not stuck"
+        if isinstance(exc, requests.ConnectionError):
+            if "Name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text or "NameResolution" in text:
+                return f"cannot resolve the host name of {self.name}: check the --sglang-host spelling"
+            if "refused" in text.lower():
+                return f"cannot connect to {self.name} (connection refused): is the SGLang server running, and is the port right?"
+            if "RemoteDisconnected" in text or "Connection aborted" in text or "BadStatusLine" in text:
+                return f"{where} closed the connection without an HTTP answer: is this an SGLang HTTP port?"
+            return f"cannot connect to {self.name}: {scrub(_short(text), [self._api_key or ''])}"
+        return f"request to {where} failed: {scrub(_short(text), [self._api_key or ''])}"
+
+    # ---- readiness ------------------------------------------------------------------------
+    def wait_ready(self, seconds: float) -> None:
+        """Poll ``/health`` until 200. Connection refused (weights loading) and 503 (warm-up)
+        are normal while starting; anything else is reported once the time is up."""
+        deadline = time.monotonic() + seconds
+        delay = 0.05
+        last = "no answer yet"
+        while True:
+            try:
+                response = self.session.get(self.url("/health"), timeout=min(self.timeout, max(seconds, 0.5)))
+                if response.status_code == 200:
+                    return
+                last = f"/health answered {response.status_code}"
+            except requests.RequestException as exc:
+                last = self._describe(exc, "/health")
+            if time.monotonic() + delay > deadline:
+                raise NotReadyError(f"{self.name} was not ready within {seconds:g}s (--sglang-wait-ready); last: {last}")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
+
+    # ---- facts ------------------------------------------------------------------------------
+    def fetch(self, name: str) -> Endpoint:
+        """Read one endpoint, trying its fallback path on 404."""
+        paths = ENDPOINTS[name]
+        last: Endpoint | None = None
+        for path in paths:
+            start = time.perf_counter()
+            response = self.get(path)
+            elapsed = (time.perf_counter() - start) * 1000
+            if response.status_code in (401, 403):
+                raise AuthError(self._auth_message(response.status_code, path))
+            if response.status_code == 404:
+                last = Endpoint(path=path, status=404, error="not found", elapsed_ms=elapsed)
+                continue
+            if response.status_code != 200:
+                return Endpoint(path=path, status=response.status_code, error=_short(response.text) or f"HTTP {response.status_code}", elapsed_ms=elapsed)
+            try:
+                body = json.loads(response.content)
+            except ValueError:
+                return Endpoint(
+                    path=path,
+                    status=200,
+                    error=f"the body is not JSON (starts {_short(response.text, 40)!r})",
+                    elapsed_ms=elapsed,
+                )
+            return Endpoint(path=path, status=200, body=redact_mapping(body), elapsed_ms=elapsed)
+        assert last is not None
+        return last
+
+    def _auth_message(self, status: int, path: str) -> str:
+        if self.has_api_key:
+            return f"{self.name}{path} rejected the api key ({status}): the key given is wrong for this server"
+        return (
+            f"{self.name}{path} requires an api key ({status}): pass --sglang-api-key, set SGLANG_API_KEY, "
+            "or name a variable with ?api_key_env=VAR in the host spec"
+        )
+
+
+def collect_http(client: HttpClient, *, target: str, origin: str = "http", overrides: dict[str, Any] | None = None) -> Facts:
+    """Read every configuration endpoint once. ``/server_info`` must answer; the others may
+    be missing on older versions."""
+    endpoints: dict[str, Endpoint] = {}
+    for name in ENDPOINTS:
+        endpoints[name] = client.fetch(name)
+    info = endpoints["server_info"]
+    if info.status == 404:
+        paths = " and ".join(ENDPOINTS["server_info"])
+        raise TargetError(f"{client.name} answered 404 on {paths}: this is probably not an SGLang server (check host and port)")
+    if not info.ok:
+        raise TargetError(f"{client.name}{info.path}: {info.error}: is this an SGLang server?")
+    if not isinstance(info.body, dict) or not ("version" in info.body or "model_path" in info.body):
+        raise TargetError(f"{client.name}{info.path} answered JSON that is not SGLang's server info: is this an SGLang server?")
+    return Facts(target=target, origin=origin, base_url=client.base_url, endpoints=endpoints, overrides=overrides or {})  # type: ignore[arg-type]
+
+
+def _short(text: str, limit: int = 120) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,340 @@
+"""Facts -> one typed model. Every SGLang version difference in how values are reported
+is handled here (and in :mod:`pytest_sglang.knowledge`), nowhere else."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import knowledge
+from .facts import Facts
+from .gpu import sm_from_capability, sm_from_name
+from .models import Effective, ModelInfo, Provenance, ServerArgs
+from .parse import CapacityLine, parse_capacity_line, parse_startup_line
+from .errors import ParseError
+
+# Keys /server_info adds next to the arguments (scheduler info and bookkeeping).
+NON_ARG_KEYS = frozenset(
+    {
+        "status",
+        "max_total_num_tokens",
+        "max_req_input_len",
+        "internal_states",
+        "version",
+        "kv_events",
+        "startup_time",
+        "launch_command",
+        "frontend",
+        "scheduler_pids",
+        "hicache_object_layout",
+        "kv_event_sources",
+    }
+)
+SI = "/server_info"
+
+
+@dataclass
+class Snapshot:
+    """A target's configuration, normalised: what tests read."""
+
+    target: str
+    version: str | None
+    server_args: ServerArgs
+    model_info: ModelInfo
+    effective: Effective
+    server_args_source: str
+    launch_command: str | None = None
+    internal_states: list[dict[str, Any]] = field(default_factory=list)
+    loads: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Pick:
+    """Collects effective values and their provenance."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.provenance: dict[str, Provenance] = {}
+
+    def set(self, name: str, *candidates: tuple[Any, str], requested: tuple[Any, str] | None = None, note: str | None = None) -> Any:
+        for value, source in candidates:
+            if value is not None:
+                self.values[name] = value
+                self.provenance[name] = Provenance(
+                    source=source,
+                    requested=requested[0] if requested else None,
+                    requested_source=requested[1] if requested else None,
+                    note=note,
+                )
+                return value
+        if requested is not None or note:
+            self.provenance[name] = Provenance(
+                source="not reported by this target",
+                requested=requested[0] if requested else None,
+                requested_source=requested[1] if requested else None,
+                note=note,
+            )
+        return None
+
+
+def normalise(facts: Facts) -> Snapshot:
+    warnings: list[str] = []
+    info = facts.body("server_info") or {}
+    where_si = facts.where("server_info")
+    states = [s for s in info.get("internal_states") or [] if isinstance(s, dict)]
+    state0: dict[str, Any] = states[0] if states else {}
+    loads = facts.body("loads") if isinstance(facts.body("loads"), dict) else None
+    load0 = (loads.get("loads") or [{}])[0] if loads else {}
+    load0 = load0 if isinstance(load0, dict) else {}
+    host = facts.host
+
+    # server_args: /server_info, else the start-up line from the host's log.
+    args_source = where_si
+    arg_fields = {k: v for k, v in info.items() if k not in NON_ARG_KEYS}
+    log_lines = host.log_lines if host else []
+    if not arg_fields and log_lines:
+        for line in log_lines:
+            if "server_args=" in line:
+                try:
+                    parsed = parse_startup_line(line)
+                except ParseError:
+                    continue
+                arg_fields = dict(parsed.fields)
+                args_source = f"start-up log ({host.log_source if host else 'log'})"
+                if not parsed.complete:
+                    warnings.append(f"start-up line is {parsed.describe()}")
+    server_args = ServerArgs.from_mapping(arg_fields).bind("server_args", args_source, facts.target)
+    model_info = ModelInfo.model_validate(facts.body("model_info") or {}).bind(
+        "model_info", facts.where("model_info"), facts.target
+    )
+    capacity = _capacity_line(log_lines)
+    cap_src = f"scheduler capacity line ({host.log_source})" if host and host.log_source else "scheduler capacity line"
+
+    def arg(name: str) -> tuple[Any, str]:
+        """An argument as the scheduler holds it (internal_states[0]), else top level."""
+        if name in state0:
+            return state0[name], f"{where_si} internal_states[0].{name}"
+        if name in info:
+            return info[name], f"{where_si} {name}"
+        return None, f"{where_si} {name} (absent)"
+
+    version = info.get("version") or (loads or {}).get("version")
+    pick = _Pick()
+    if version:
+        pick.set("sglang_version", (str(version), f"{where_si} version" if info.get("version") else "/v1/loads version"))
+
+    # --- capacity ---------------------------------------------------------------------
+    requested_mrr = (info.get("max_running_requests"), f"{where_si} max_running_requests (the argument after start-up adjustments)")
+    mrr = pick.set(
+        "max_running_requests",
+        (state0.get("effective_max_running_requests_per_dp"), f"{where_si} internal_states[0].effective_max_running_requests_per_dp"),
+        (load0.get("max_running_requests"), "/v1/loads loads[0].max_running_requests"),
+        (capacity.get("max_running_requests") if capacity else None, cap_src),
+        requested=requested_mrr if "max_running_requests" in info else None,
+        note="per data-parallel worker",
+    )
+    dp_size = arg("dp_size")[0]
+    if mrr is not None:
+        attn_dp = bool(arg("enable_dp_attention")[0])
+        workers = dp_size if isinstance(dp_size, int) and dp_size > 1 else 1
+        pick.set(
+            "max_running_requests_total",
+            (mrr * workers, f"effective.max_running_requests × dp_size ({workers}{', attention DP' if attn_dp else ''})"),
+        )
+    usage = state0.get("memory_usage") if isinstance(state0.get("memory_usage"), dict) else {}
+    pick.set(
+        "max_total_num_tokens",
+        (info.get("max_total_num_tokens"), f"{where_si} max_total_num_tokens"),
+        (usage.get("token_capacity"), f"{where_si} internal_states[0].memory_usage.token_capacity"),
+        (load0.get("max_total_num_tokens"), "/v1/loads loads[0].max_total_num_tokens"),
+        (capacity.get("max_total_num_tokens") if capacity else None, cap_src),
+    )
+    pick.set("max_req_input_len", (info.get("max_req_input_len"), f"{where_si} max_req_input_len"))
+    pick.set(
+        "chunked_prefill_size",
+        arg("chunked_prefill_size"),
+        (capacity.get("chunked_prefill_size") if capacity else None, cap_src),
+    )
+    models = facts.body("models")
+    model_len = None
+    if isinstance(models, dict) and models.get("data"):
+        first = models["data"][0]
+        model_len = first.get("max_model_len") if isinstance(first, dict) else None
+    pick.set(
+        "context_len",
+        (model_len, "/v1/models data[0].max_model_len"),
+        (capacity.get("context_len") if capacity else None, cap_src),
+        arg("context_length"),
+    )
+    for name in ("tp_size", "pp_size", "dp_size", "ep_size"):
+        pick.set(name, arg(name))
+
+    # --- CUDA graphs: three eras of fields ----------------------------------------------
+    _cuda_graphs(pick, arg)
+
+    # --- kernels, communication ---------------------------------------------------------
+    pick.set("attention_backend", arg("attention_backend"))
+    pick.set("moe_runner_backend", arg("moe_runner_backend"))
+    pick.set("speculative_algorithm", arg("speculative_algorithm"))
+    pick.set("speculative_num_draft_tokens", arg("speculative_num_draft_tokens"))
+    mamba_log = _mamba_from_log(log_lines)
+    pick.set(
+        "mamba_cache_size",
+        (state0.get("max_mamba_cache_size"), f"{where_si} internal_states[0].max_mamba_cache_size"),
+        (info.get("max_mamba_cache_size"), f"{where_si} max_mamba_cache_size"),
+        (mamba_log, "start-up log 'Mamba Cache is allocated' line"),
+    )
+
+    # --- model --------------------------------------------------------------------------
+    archs = list(model_info.architectures)
+    if archs:
+        pick.set("architectures", (archs, f"{facts.where('model_info')} architectures"))
+    if model_info.has_image_understanding is not None or model_info.has_audio_understanding is not None:
+        pick.set(
+            "is_multimodal",
+            (
+                bool(model_info.has_image_understanding or model_info.has_audio_understanding),
+                f"{facts.where('model_info')} has_image_understanding/has_audio_understanding",
+            ),
+        )
+    elif archs:
+        pick.set("is_multimodal", (any(a in knowledge.MULTIMODAL_ARCHS for a in archs), "known multimodal architectures"))
+    if archs or pick.values.get("mamba_cache_size") is not None:
+        hybrid = any(a in knowledge.HYBRID_ARCHS for a in archs) or pick.values.get("mamba_cache_size") is not None
+        pick.set("is_hybrid", (hybrid, "known hybrid (mamba-state) architectures and the mamba cache"))
+
+    # --- hardware -----------------------------------------------------------------------
+    _gpus(pick, facts, loads, arg)
+
+    # --- allreduce fusion: requested field differs by era; in effect only on SM90/SM10x --
+    _allreduce_fusion(pick, arg, info, state0)
+
+    effective = Effective(target=facts.target, **pick.values, provenance=pick.provenance).bind(
+        "effective", "normalised", facts.target
+    )
+    return Snapshot(
+        target=facts.target,
+        version=str(version) if version else None,
+        server_args=server_args,
+        model_info=model_info,
+        effective=effective,
+        server_args_source=args_source,
+        launch_command=info.get("launch_command") or (host.launch_command if host else None),
+        internal_states=states,
+        loads=loads,
+        warnings=warnings,
+    )
+
+
+def _capacity_line(lines: list[str]) -> dict[str, Any] | None:
+    found: CapacityLine | None = None
+    for line in lines:
+        if "max_total_num_tokens=" in line and "chunked_prefill_size=" in line:
+            try:
+                found = parse_capacity_line(line)
+            except ParseError:
+                continue
+    return found.values if found else None
+
+
+def _mamba_from_log(lines: list[str]) -> int | None:
+    import re
+
+    value = None
+    for line in lines:
+        match = re.search(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)", line)
+        if match:
+            value = int(match.group(1))
+    return value
+
+
+def _cuda_graphs(pick: _Pick, arg: Any) -> None:
+    config, config_src = arg("cuda_graph_config")
+    disabled_all, disabled_src = arg("disable_cuda_graph")
+    if isinstance(config, dict):  # 0.5.14+: CudaGraphConfig(decode=PhaseConfig, prefill=PhaseConfig)
+        decode = config.get("decode") or {}
+        prefill = config.get("prefill") or {}
+        d_backend, p_backend = decode.get("backend"), prefill.get("backend")
+        if d_backend is not None:
+            pick.set("decode_cuda_graph", (d_backend != "disabled", f"{config_src}.decode.backend = {d_backend!r}"))
+        pick.set("decode_cuda_graph_max_bs", (decode.get("max_bs"), f"{config_src}.decode.max_bs"))
+        if p_backend is not None:
+            pick.set("prefill_cuda_graph", (p_backend != "disabled", f"{config_src}.prefill.backend = {p_backend!r}"))
+            pick.set("prefill_cuda_graph_backend", (p_backend, f"{config_src}.prefill.backend"))
+        return
+    if disabled_all is not None:
+        pick.set("decode_cuda_graph", (not disabled_all, f"{disabled_src} = {disabled_all!r}"))
+    max_bs, max_bs_src = arg("cuda_graph_max_bs")
+    bs, bs_src = arg("cuda_graph_bs")
+    pick.set(
+        "decode_cuda_graph_max_bs",
+        (max_bs, max_bs_src),
+        (max(bs) if isinstance(bs, list) and bs and all(isinstance(b, int) for b in bs) else None, f"max({bs_src})"),
+    )
+    disable_pcg, disable_src = arg("disable_piecewise_cuda_graph")
+    enable_pcg, enable_src = arg("enable_piecewise_cuda_graph")
+    if disable_pcg is not None:  # 0.5.10-0.5.13: piecewise on by default
+        on = not disable_pcg
+        pick.set("prefill_cuda_graph", (on, f"{disable_src} = {disable_pcg!r}"))
+        pick.set("prefill_cuda_graph_backend", ("piecewise" if on else "disabled", f"{disable_src} = {disable_pcg!r}"))
+    elif enable_pcg is not None:  # <= 0.5.9: piecewise opt-in
+        on = bool(enable_pcg)
+        pick.set("prefill_cuda_graph", (on, f"{enable_src} = {enable_pcg!r}"))
+        pick.set("prefill_cuda_graph_backend", ("piecewise" if on else "disabled", f"{enable_src} = {enable_pcg!r}"))
+
+
+def _allreduce_fusion(pick: _Pick, arg: Any, info: dict[str, Any], state0: dict[str, Any]) -> None:
+    backend, backend_src = arg("flashinfer_allreduce_fusion_backend")
+    if "flashinfer_allreduce_fusion_backend" in info or "flashinfer_allreduce_fusion_backend" in state0:
+        requested = backend is not None  # 0.5.14+: the old bool is always reset to False
+        pick.set("flashinfer_allreduce_fusion_requested", (requested, f"{backend_src} = {backend!r}"))
+    else:
+        flag, flag_src = arg("enable_flashinfer_allreduce_fusion")
+        if flag is None:
+            return
+        requested = bool(flag)
+        pick.set("flashinfer_allreduce_fusion_requested", (requested, f"{flag_src} = {flag!r}"))
+    if not requested:
+        pick.set("flashinfer_allreduce_fusion", (False, pick.provenance["flashinfer_allreduce_fusion_requested"].source + " (not requested)"))
+        return
+    sm = pick.values.get("sm")
+    tp = pick.values.get("tp_size") or 1
+    attn_dp = bool(arg("enable_dp_attention")[0])
+    if sm is None:
+        pick.set(
+            "flashinfer_allreduce_fusion",
+            note="requested, but the GPU architecture is unknown; give --sglang-sm to decide",
+        )
+        return
+    runs = knowledge.flashinfer_allreduce_fusion_runs_on(sm) and tp > 1 and not attn_dp
+    why = f"requested; SM{sm}, tp {tp}{', attention DP' if attn_dp else ''}: {knowledge.FLASHINFER_ALLREDUCE_FUSION_GATE}"
+    pick.set("flashinfer_allreduce_fusion", (runs, why))
+
+
+def _gpus(pick: _Pick, facts: Facts, loads: dict[str, Any] | None, arg: Any) -> None:
+    host = facts.host
+    override = facts.overrides.get("sm")
+    if host and host.gpus:
+        first = host.gpus[0]
+        src = host.gpu_source or "host"
+        pick.set("gpu_name", (first.name, f"{src} GPU 0 name"))
+        pick.set("gpu_count", (len(host.gpus), f"{src} GPU count"))
+        if first.compute_capability:
+            pick.set("sm", (sm_from_capability(first.compute_capability), f"{src} compute_cap {first.compute_capability}"))
+        else:
+            pick.set("sm", (sm_from_name(first.name), f"GPU name {first.name!r} ({src}) in the name table"))
+    elif loads and loads.get("accelerator"):
+        name = str(loads["accelerator"])
+        pick.set("gpu_name", (name, "/v1/loads accelerator"))
+        pick.set("sm", (sm_from_name(name), f"/v1/loads accelerator {name!r} in the name table"))
+    if override is not None:
+        pick.values.pop("sm", None)
+        pick.set("sm", (int(override), "--sglang-sm"))
+    if "gpu_count" not in pick.values:
+        tp, pp, dp = (arg(n)[0] for n in ("tp_size", "pp_size", "dp_size"))
+        if isinstance(tp, int):
+            pp = pp if isinstance(pp, int) else 1
+            dp = dp if isinstance(dp, int) and not arg("enable_dp_attention")[0] else 1
+            device = arg("device")[0]
+            if device in (None, "cuda"):
+                pick.set("gpu_count", (tp * pp * dp, "tp_size × pp_size × dp_size from /server_info"))

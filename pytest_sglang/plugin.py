@@ -1,0 +1,235 @@
+"""The pytest layer: options, parametrisation over hosts, fixtures, markers, report.
+
+Everything it hands to tests comes from the library (:class:`pytest_sglang.target.Target`)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Generator, Iterator
+
+import pytest
+
+from . import _reads
+from .errors import SGLangError, SpecError
+from .gpu import sm_from_capability
+from .markers import MARKERS, unmet
+from .models import Effective, ModelInfo, ServerArgs
+from .render import values_read
+from .spec import HostSpec, parse_spec
+from .target import Target, TargetOptions
+
+HOST_FIXTURES = frozenset({"sglang", "server_args", "effective", "model_info"})
+NO_HOST_REASON = (
+    "no SGLang host given: pass --sglang-host=http://HOST:PORT (or sim://PROFILE), "
+    "set SGLANG_HOST, or add sglang_hosts to the ini file"
+)
+
+
+class _NoHost:
+    display = "no-sglang-host"
+
+    def __repr__(self) -> str:
+        return "<no SGLang host>"
+
+
+NO_HOST = _NoHost()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sglang", "SGLang server configuration")
+    group.addoption(
+        "--sglang-host",
+        action="append",
+        dest="sglang_hosts",
+        default=None,
+        metavar="SPEC",
+        help="SGLang target: http(s)://HOST:PORT or sim://PROFILE; repeat for several (ini: sglang_hosts, env: SGLANG_HOST)",
+    )
+    group.addoption("--sglang-api-key", dest="sglang_api_key", default=None, metavar="KEY", help="api key sent as 'Authorization: Bearer' (env: SGLANG_API_KEY)")
+    group.addoption("--sglang-timeout", dest="sglang_timeout", default=None, metavar="SECONDS", help="per-request timeout (default 10)")
+    group.addoption(
+        "--sglang-wait-ready",
+        dest="sglang_wait_ready",
+        default=None,
+        metavar="SECONDS",
+        help="poll /health until 200 for up to this long before reading (default 0: read at once)",
+    )
+    group.addoption("--sglang-sm", dest="sglang_sm", default=None, metavar="SM", help="GPU compute capability when the target cannot tell, e.g. 120 or 9.0")
+    parser.addini("sglang_hosts", "SGLang targets, one spec per line", type="linelist", default=[])
+    parser.addini("sglang_api_key", "api key (prefer SGLANG_API_KEY: ini files are often committed)", default="")
+    parser.addini("sglang_timeout", "per-request timeout in seconds", default="10")
+    parser.addini("sglang_wait_ready", "seconds to wait for /health to answer 200", default="0")
+    parser.addini("sglang_sm", "GPU compute capability when the target cannot tell", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS.values():
+        config.addinivalue_line("markers", f"{marker.signature}: {marker.help}")
+    plugin = SGLangPlugin(config)
+    config.stash[PLUGIN] = plugin
+    config.pluginmanager.register(plugin, "sglang-session")
+
+
+def _option(config: pytest.Config, name: str, env: str | None = None) -> Any:
+    value = config.getoption(name)
+    if value is not None:
+        return value
+    if env and os.environ.get(env):
+        return os.environ[env]
+    return config.getini(name) or None
+
+
+def _number(text: Any, option: str, default: float) -> float:
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{option} must be a number of seconds, not {text!r}") from None
+    if value < 0:
+        raise pytest.UsageError(f"{option} must not be negative")
+    return value
+
+
+class SGLangPlugin:
+    """Session state: the host specs and the targets opened for them (once each)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        raw_hosts = config.getoption("sglang_hosts")
+        if raw_hosts is None:
+            env = os.environ.get("SGLANG_HOST", "")
+            raw_hosts = env.split() if env else list(config.getini("sglang_hosts"))
+        specs: list[HostSpec] = []
+        try:
+            for raw in raw_hosts:
+                spec = parse_spec(raw)
+                if spec.display not in {s.display for s in specs}:
+                    specs.append(spec)
+        except SpecError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.specs = specs
+        sm_text = _option(config, "sglang_sm")
+        try:
+            sm = sm_from_capability(sm_text) if sm_text else None
+        except SpecError as exc:
+            raise pytest.UsageError(f"--sglang-sm: {exc}") from None
+        self.options = TargetOptions(
+            api_key=_option(config, "sglang_api_key", "SGLANG_API_KEY"),
+            timeout=_number(_option(config, "sglang_timeout"), "--sglang-timeout", 10.0) or 10.0,
+            wait_ready=_number(_option(config, "sglang_wait_ready"), "--sglang-wait-ready", 0.0),
+            sm=sm,
+        )
+        self._targets: dict[str, Target | SGLangError] = {}
+
+    def target(self, spec: HostSpec) -> Target:
+        """The target for a spec, opened once per session; a failure is kept and re-raised."""
+        found = self._targets.get(spec.display)
+        if found is None:
+            try:
+                found = Target.open(spec, self.options)
+            except SGLangError as exc:
+                found = exc
+            self._targets[spec.display] = found
+        if isinstance(found, SGLangError):
+            raise found
+        return found
+
+    # ---- hooks ----------------------------------------------------------------------------
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        if not self.specs:
+            return ["sglang: no host (tests that need one are skipped)"]
+        if config.getoption("collectonly"):
+            return [f"sglang: {spec.display}" for spec in self.specs]
+        lines = []
+        for spec in self.specs:
+            try:
+                lines.append(f"sglang: {spec.display}: {self.target(spec).describe()}")
+            except SGLangError as exc:
+                lines.append(f"sglang: {spec.display}: ERROR {exc}")
+        return lines
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        uses_host = bool(HOST_FIXTURES & set(metafunc.fixturenames)) or "_sglang_host" in metafunc.fixturenames
+        marked = any(True for name in MARKERS for _ in metafunc.definition.iter_markers(name=name))
+        if not (uses_host or marked):
+            return
+        if "_sglang_host" not in metafunc.fixturenames:
+            metafunc.fixturenames.append("_sglang_host")
+        params: list[Any] = list(self.specs) or [NO_HOST]
+        metafunc.parametrize("_sglang_host", params, ids=[p.display for p in params], scope="session")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        _reads.start()
+        try:
+            yield
+        finally:
+            item.stash[READS] = _reads.stop()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+        outcome = yield
+        report = outcome.get_result()
+        if report.when == "call" and report.failed:
+            text = values_read(item.stash.get(READS, {}))
+            if text:
+                report.sections.append(("SGLang values read by this test", text))
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        for found in self._targets.values():
+            if isinstance(found, Target):
+                found.close()
+        self._targets.clear()
+
+
+PLUGIN = pytest.StashKey[SGLangPlugin]()
+READS = pytest.StashKey[dict]()
+
+
+# ---- fixtures --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def sglang(_sglang_host: Any, request: pytest.FixtureRequest) -> Target:
+    """The SGLang target under test: spec, version, raw responses and parsed models."""
+    if _sglang_host is NO_HOST:
+        pytest.skip(NO_HOST_REASON)
+    try:
+        return request.config.stash[PLUGIN].target(_sglang_host)
+    except SGLangError as exc:
+        pytest.fail(f"{_sglang_host.display}: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def server_args(sglang: Target) -> ServerArgs:
+    """Every argument the target reports (after SGLang's own start-up adjustments)."""
+    return sglang.server_args
+
+
+@pytest.fixture(scope="session")
+def effective(sglang: Target) -> Effective:
+    """The values in force, each with where it came from."""
+    return sglang.effective
+
+
+@pytest.fixture(scope="session")
+def model_info(sglang: Target) -> ModelInfo:
+    """``/model_info``: model path, architectures, modalities."""
+    return sglang.model_info
+
+
+@pytest.fixture(autouse=True)
+def _sglang_requirements(request: pytest.FixtureRequest) -> Iterator[None]:
+    marks = [(m.name, tuple(m.args)) for name in MARKERS for m in request.node.iter_markers(name=name)]
+    if marks:
+        for name, args in marks:
+            try:
+                MARKERS[name].validate(args)
+            except SpecError as exc:
+                pytest.fail(str(exc), pytrace=False)
+        target: Target = request.getfixturevalue("sglang")
+        reason = unmet(target, marks)
+        if reason:
+            pytest.skip(reason)
+    yield

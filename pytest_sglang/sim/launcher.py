@@ -1,0 +1,71 @@
+"""Start a bundled simulated deployment in its own process, as a real server would run."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+
+from ..errors import TargetError
+
+_URL = re.compile(r"listening on (http://\S+)")
+
+
+@dataclass
+class SimProcess:
+    profile: str
+    url: str
+    process: subprocess.Popen[str] = field(repr=False)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout)
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def start_simulator(
+    profile: str,
+    *,
+    api_key: str | None = None,
+    admin_api_key: str | None = None,
+    startup_timeout: float = 30.0,
+) -> SimProcess:
+    """Run ``python -m pytest_sglang.sim`` on a free loopback port; returns once it listens."""
+    cmd = [sys.executable, "-m", "pytest_sglang.sim", "--profile", profile, "--host", "127.0.0.1", "--port", "0"]
+    env = dict(os.environ)
+    env.pop("SGLANG_API_KEY", None)
+    # Keys travel in the environment, not argv, so they never show in a process list.
+    if api_key:
+        env["SGLANG_API_KEY"] = api_key
+    if admin_api_key:
+        env["PYTEST_SGLANG_SIM_ADMIN_API_KEY"] = admin_api_key
+    process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line: list[str] = []
+
+    def read_first_line() -> None:
+        assert process.stdout is not None
+        line.append(process.stdout.readline())
+
+    reader = threading.Thread(target=read_first_line, daemon=True)
+    reader.start()
+    reader.join(startup_timeout)
+    match = _URL.search(line[0]) if line else None
+    if match is None:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        err = (process.stderr.read() if process.stderr else "").strip().splitlines()
+        detail = next((e for e in reversed(err) if e.strip()), "no output")
+        detail = detail.removeprefix("error: ")
+        raise TargetError(f"simulator sim://{profile} did not start: {detail}")
+    return SimProcess(profile=profile, url=match.group(1), process=process)
