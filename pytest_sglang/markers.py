@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import _reads
 from .errors import SpecError
 from .gpu import capability_string, parse_sm_spec
 from .target import Target
@@ -96,8 +97,9 @@ MARKERS: dict[str, Marker] = {
 
 def unmet(target: Target, marks: list[tuple[str, tuple[Any, ...]]]) -> str | None:
     """The first unmet requirement's skip reason, or None when all are met."""
-    for name, args in marks:
-        reason = MARKERS[name].check(target, args)
-        if reason:
-            return reason
+    with _reads.paused():
+        for name, args in marks:
+            reason = MARKERS[name].check(target, args)
+            if reason:
+                return reason
     return None

@@ -166,7 +166,7 @@ class ServerArgs(_Recorded):
         return iter(self.as_dict())
 
     def __len__(self) -> int:
-        return len(self.model_fields_set) + len(self.__pydantic_extra__ or {})
+        return len(self.model_fields_set)  # pydantic counts extra fields as set fields too
 
     def __repr__(self) -> str:
         return f"ServerArgs(<{len(self)} fields>, model_path={self.model_path!r}, tp_size={self.tp_size})"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import knowledge
+from . import _reads, knowledge
 from .facts import Facts
 from .gpu import sm_from_capability, sm_from_name
 from .models import Effective, ModelInfo, Provenance, ServerArgs
@@ -78,6 +78,11 @@ class _Pick:
 
 
 def normalise(facts: Facts) -> Snapshot:
+    with _reads.paused():
+        return _normalise(facts)
+
+
+def _normalise(facts: Facts) -> Snapshot:
     warnings: list[str] = []
     info = facts.body("server_info") or {}
     where_si = facts.where("server_info")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from . import _reads
 from .collect.http import HttpClient, collect_http
 from .errors import SpecError
 from .facts import Facts, GpuFact, HostFacts
@@ -159,6 +160,10 @@ class Target:
 
     def describe(self) -> str:
         """One line for report headers: version, model, GPU, tp."""
+        with _reads.paused():
+            return self._describe()
+
+    def _describe(self) -> str:
         e = self.effective
         parts = [f"SGLang {self.version or '?'}"]
         model = self.model_info.model_path or self.server_args.model_path or "?"

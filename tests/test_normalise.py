@@ -1,0 +1,172 @@
+"""Facts -> Effective: every era of SGLang's reporting gives the same answers, each with its source."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from conftest import ARTEFACTS
+from pytest_sglang import Facts, ServerArgs, normalise
+from pytest_sglang.facts import Endpoint, GpuFact, HostFacts
+from pytest_sglang.redact import redact_mapping
+from pytest_sglang.sim import load_profile
+
+
+def facts_of(server_info=None, model_info=None, loads=None, *, path="/server_info", host=None, overrides=None):
+    endpoints = {}
+    if server_info is not None:
+        endpoints["server_info"] = Endpoint(path=path, status=200, body=redact_mapping(server_info))
+    if model_info is not None:
+        endpoints["model_info"] = Endpoint(path="/model_info", status=200, body=model_info)
+    if loads is not None:
+        endpoints["loads"] = Endpoint(path="/v1/loads", status=200, body=loads)
+    return Facts(target="t", endpoints=endpoints, host=host, overrides=overrides or {})
+
+
+def as_0512_era(info: dict) -> dict:
+    """The same deployment as SGLang 0.5.10-0.5.13 reports it: the flat CUDA graph fields and
+    the boolean allreduce flag instead of cuda_graph_config and the fusion backend."""
+    old = copy.deepcopy(info)
+    for body in [old, *old["internal_states"]]:
+        config = body.pop("cuda_graph_config")
+        body["disable_piecewise_cuda_graph"] = config["prefill"]["backend"] == "disabled"
+        body["disable_cuda_graph"] = config["decode"]["backend"] == "disabled"
+        body["cuda_graph_max_bs"] = config["decode"]["max_bs"]
+        body["cuda_graph_bs"] = config["decode"]["bs"]
+        body["enable_flashinfer_allreduce_fusion"] = body.pop("flashinfer_allreduce_fusion_backend") is not None
+    for key in ("launch_command", "frontend", "startup_time"):
+        old.pop(key)
+    old["version"] = "0.5.12"
+    return old
+
+
+def test_real_0523_server_effective_values_and_sources(real_server_info, real_model_info):
+    snap = normalise(facts_of(real_server_info, real_model_info))
+    e = snap.effective
+    assert snap.version == "0.5.23"
+    # The argument is null; the scheduler decided 2048.
+    assert snap.server_args.max_running_requests is None
+    assert e.max_running_requests == 2048
+    assert e.source_of("max_running_requests") == "/server_info internal_states[0].effective_max_running_requests_per_dp"
+    assert e.requested("max_running_requests") is None
+    assert e.max_total_num_tokens == 8192
+    assert (e.decode_cuda_graph, e.decode_cuda_graph_max_bs) == (True, 32)
+    assert (e.prefill_cuda_graph, e.prefill_cuda_graph_backend) == (False, "disabled")
+    assert "cuda_graph_config.prefill.backend" in e.source_of("prefill_cuda_graph")
+    assert e.architectures == ["LlamaForCausalLM"] and e.is_multimodal is False and e.is_hybrid is False
+    assert e.flashinfer_allreduce_fusion_requested is False
+
+
+def test_server_args_hold_every_reported_field(real_server_info):
+    snap = normalise(facts_of(real_server_info))
+    args = snap.server_args
+    reported = {k for k in real_server_info if k not in ("internal_states", "version", "status", "max_total_num_tokens", "max_req_input_len", "startup_time", "kv_events", "launch_command", "frontend", "hicache_object_layout")}
+    assert set(args.keys()) == reported
+    assert args["mamba_radix_cache_strategy"] == "auto"  # an untyped field
+    assert args.cuda_graph_config.prefill.backend == "disabled"  # a typed, nested one
+
+
+def test_the_resolved_dict_of_0523_is_a_complete_server_args():
+    data = json.loads((ARTEFACTS / "example_resolved_dict.json").read_text())
+    args = ServerArgs.from_mapping(data)
+    assert len(args) == len(data) == 546
+    assert all(args[k] == v or k.startswith("_") or isinstance(v, dict) for k, v in data.items())
+
+
+@pytest.mark.parametrize("path", ["/server_info", "/get_server_info"])
+def test_both_server_info_eras_give_the_same_effective_answers(real_server_info, real_model_info, path):
+    new = normalise(facts_of(real_server_info, real_model_info)).effective
+    old = normalise(facts_of(as_0512_era(real_server_info), real_model_info, path=path)).effective
+    skip = {"sglang_version", "prefill_cuda_graph_backend"}
+    assert {k: v for k, v in old.values().items() if k not in skip} == {k: v for k, v in new.values().items() if k not in skip}
+    assert old.prefill_cuda_graph_backend == "disabled"
+    assert old.source_of("prefill_cuda_graph") == f"{path} internal_states[0].disable_piecewise_cuda_graph = True"
+
+
+def test_without_internal_states_the_value_comes_from_v1_loads(real_server_info):
+    info = {k: v for k, v in real_server_info.items() if k != "internal_states"}
+    loads = {"version": "0.5.23", "loads": [{"dp_rank": 0, "max_running_requests": 2048, "max_total_num_tokens": 8192}]}
+    e = normalise(facts_of(info, loads=loads)).effective
+    assert e.max_running_requests == 2048
+    assert e.source_of("max_running_requests") == "/v1/loads loads[0].max_running_requests"
+
+
+def test_a_0505_server_falls_back_to_the_scheduler_log_line(real_server_info, real_log):
+    info = {k: v for k, v in real_server_info.items() if k != "internal_states"}
+    info["version"] = "0.5.5"
+    e = normalise(facts_of(info, path="/get_server_info")).effective
+    assert e.max_running_requests is None
+    assert e.provenance["max_running_requests"].source == "not reported by this target"
+    host = HostFacts(log_lines=real_log.splitlines(), log_source="file:/var/log/sglang.log")
+    e = normalise(facts_of(info, path="/get_server_info", host=host)).effective
+    assert e.max_running_requests == 2048
+    assert e.source_of("max_running_requests") == "scheduler capacity line (file:/var/log/sglang.log)"
+
+
+def test_without_http_server_info_the_startup_line_is_the_source(real_log):
+    host = HostFacts(log_lines=real_log.splitlines(), log_source="file:/var/log/sglang.log")
+    snap = normalise(Facts(target="t", host=host))
+    assert snap.server_args.model_path == "/models/tiny-llama"
+    assert snap.server_args_source == "start-up log (file:/var/log/sglang.log)"
+    assert snap.effective.max_running_requests == 2048
+
+
+def _profile_facts(name, **host_kw):
+    p = load_profile(name)
+    host = None
+    if host_kw.get("with_gpus"):
+        host = HostFacts(gpus=[GpuFact(index=i, name=p.gpu.name, compute_capability=p.gpu.compute_capability) for i in range(p.gpu.count)], gpu_source="nvidia-smi")
+    return facts_of(p.server_info(), p.model_info(), p.loads(running=0, waiting=0, used_tokens=0, throughput=0.0), host=host, overrides=host_kw.get("overrides"))
+
+
+def test_the_seed_case_candidate_shows_requested_and_effective():
+    e = normalise(_profile_facts("qwen35-122b-a10b-4xrtx6000-candidate", with_gpus=True)).effective
+    assert e.max_running_requests == 26
+    assert e.requested("max_running_requests") == 48
+    assert e.mamba_cache_size == 132
+    assert e.prefill_cuda_graph is False
+    assert e.is_multimodal is True and e.is_hybrid is True
+    assert e.sm == 120 and e.gpu_count == 4
+    assert e.flashinfer_allreduce_fusion_requested is True
+    assert e.flashinfer_allreduce_fusion is False
+    assert "SM90 and SM10x" in e.source_of("flashinfer_allreduce_fusion")
+
+
+def test_fusion_is_undecided_without_gpu_facts_and_decided_with_sglang_sm():
+    e = normalise(_profile_facts("qwen35-122b-a10b-4xrtx6000-candidate")).effective
+    assert e.sm is None and e.flashinfer_allreduce_fusion is None
+    assert "--sglang-sm" in e.provenance["flashinfer_allreduce_fusion"].note
+    e = normalise(_profile_facts("qwen35-122b-a10b-4xrtx6000-candidate", overrides={"sm": 90})).effective
+    assert (e.sm, e.source_of("sm")) == (90, "--sglang-sm")
+    assert e.flashinfer_allreduce_fusion is True
+
+
+def test_gpu_name_from_v1_loads_maps_to_compute_capability():
+    e = normalise(_profile_facts("qwen35-122b-a10b-4xrtx6000-0.5.23")).effective
+    assert e.gpu_name == "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    assert e.sm == 120
+    assert e.source_of("sm").startswith("/v1/loads accelerator")
+
+
+def test_a_field_whose_type_changed_is_kept_not_fatal(real_server_info):
+    info = copy.deepcopy(real_server_info)
+    info["tp_size"] = "tp-four"
+    info["brand_new_field_0_6"] = {"x": 1}
+    args = normalise(facts_of(info)).server_args
+    assert args["tp_size"] == "tp-four"
+    assert args.brand_new_field_0_6 == {"x": 1}
+
+
+def test_secrets_are_redacted_before_anything_reads_them(real_server_info):
+    info = copy.deepcopy(real_server_info)
+    info.update(api_key="sk-live-123", admin_api_key="adm-456", ssl_keyfile_password="pw-789")
+    info["launch_command"] = "--model-path m --api-key sk-live-123 --admin-api-key=adm-456"
+    info["internal_states"][0]["api_key"] = "sk-live-123"
+    snap = normalise(facts_of(info))
+    dumped = json.dumps(facts_of(info).model_dump(mode="json")) + repr(snap.server_args.as_dict()) + str(snap.launch_command)
+    for secret in ("sk-live-123", "adm-456", "pw-789"):
+        assert secret not in dumped
+    assert snap.server_args.api_key == "<redacted>"
+    assert snap.launch_command == "--model-path m --api-key <redacted> --admin-api-key=<redacted>"
