@@ -198,7 +198,10 @@ def sglang(_sglang_host: Any, request: pytest.FixtureRequest) -> Target:
     try:
         return request.config.stash[PLUGIN].target(_sglang_host)
     except SGLangError as exc:
-        pytest.fail(f"{_sglang_host.display}: {exc}", pytrace=False)
+        error = exc
+    # Outside the except block, so pytest shows this one line and no chained exception.
+    message = str(error) if _sglang_host.display in str(error) else f"{_sglang_host.display}: {error}"
+    pytest.fail(message, pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -37,10 +37,8 @@ class HttpClient:
         self._api_key = api_key
         self.session = requests.Session()
         self.session.verify = verify
-        # Retry only connection set-up failures (refused while restarting, DNS blips);
-        # never a request the server may have acted on.
-        retry = Retry(total=retries, connect=retries, read=0, status=0, other=0, backoff_factor=0.2, allowed_methods=None, raise_on_status=False)
-        adapter = HTTPAdapter(max_retries=retry, pool_connections=4, pool_maxsize=32)
+        self.retries = retries
+        adapter = HTTPAdapter(max_retries=Retry(total=0, connect=0, read=0, status=0, other=0, raise_on_status=False), pool_connections=4, pool_maxsize=32)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         if api_key:
@@ -58,10 +56,19 @@ class HttpClient:
         """Any request to the server, with the session's auth and timeout; transport
         failures become one-line :class:`TargetError`."""
         kwargs.setdefault("timeout", self.timeout)
-        try:
-            return self.session.request(method, self.url(path), **kwargs)
-        except requests.RequestException as exc:
-            raise TargetError(self._describe(exc, path)) from None
+        attempts = 1 + (self.retries if method in ("GET", "HEAD") else 0)
+        for attempt in range(attempts):
+            try:
+                return self.session.request(method, self.url(path), **kwargs)
+            except requests.ConnectionError as exc:
+                # Retry only failures to set up a connection (refused while restarting, a
+                # dropped keep-alive); never a timeout, which may mean the server is working.
+                if attempt + 1 == attempts or isinstance(exc, requests.Timeout) or "timed out" in str(exc).lower():
+                    raise TargetError(self._describe(exc, path)) from None
+                time.sleep(0.1 * (attempt + 1))
+            except requests.RequestException as exc:
+                raise TargetError(self._describe(exc, path)) from None
+        raise AssertionError("unreachable")
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
         return self.request("GET", path, **kwargs)
@@ -77,7 +84,7 @@ class HttpClient:
         text = str(exc)
         if isinstance(exc, requests.exceptions.SSLError):
             return f"TLS error talking to {where}: check https:// vs http:// and the certificate"
-        if isinstance(exc, (requests.exceptions.ConnectTimeout, requests.exceptions.ReadTimeout, requests.Timeout)):
+        if isinstance(exc, requests.Timeout) or "ReadTimeoutError" in text or "Read timed out" in text:
             return f"{where} did not answer within {self.timeout:g}s: raise --sglang-timeout or check the server is not stuck"
         if isinstance(exc, requests.ConnectionError):
             if "Name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text or "NameResolution" in text:
