@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import copy
 import json
+import shlex
 import time
 from datetime import datetime, timezone
-from functools import cached_property
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,22 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import SpecError
 from ..versions import parse_version
 from packaging.version import Version
+
+
+# The SGLang release that first had each feature the simulator varies by version.
+_SINCE = {
+    "server_info_path": "0.5.9",  # /server_info next to /get_server_info
+    "model_info_path": "0.5.9",
+    "v1_loads": "0.5.9",
+    "effective_mrr": "0.5.9",
+    "kv_events": "0.5.13",
+    "startup_time": "0.5.18",
+    "accelerator": "0.5.18",
+    "resolved_dict": "0.5.19",
+    "launch_command": "0.5.20",
+    "frontend": "0.5.22",
+    "ready": "0.5.20",
+}
 
 
 class SimGpu(BaseModel):
@@ -88,7 +105,7 @@ class Profile(BaseModel):
     log_lines: list[str] = Field(default_factory=list)
 
     # ---- version features -------------------------------------------------------------
-    @cached_property
+    @property
     def version(self) -> Version:
         parsed = parse_version(self.sglang_version)
         if parsed is None:
@@ -97,23 +114,12 @@ class Profile(BaseModel):
 
     def has(self, feature: str) -> bool:
         v = Version(self.version.base_version)
-        since = {
-            "server_info_path": "0.5.9",  # /server_info next to /get_server_info
-            "model_info_path": "0.5.9",
-            "v1_loads": "0.5.9",
-            "effective_mrr": "0.5.9",
-            "kv_events": "0.5.13",
-            "startup_time": "0.5.18",
-            "accelerator": "0.5.18",
-            "resolved_dict": "0.5.19",
-            "launch_command": "0.5.20",
-            "frontend": "0.5.22",
-            "ready": "0.5.20",
-        }[feature]
-        return v >= Version(since)
+        if feature not in _SINCE:
+            raise ValueError(f"unknown simulator feature {feature!r}; known: {', '.join(sorted(_SINCE))}")
+        return v >= Version(_SINCE[feature])
 
     # ---- the arguments as SGLang reports them ------------------------------------------
-    @cached_property
+    @property
     def _template(self) -> dict[str, Any]:
         return load_template(self.template)
 
@@ -249,8 +255,9 @@ class Profile(BaseModel):
         }
         if self.has("accelerator") and self.gpu is not None:
             body["accelerator"] = self.gpu.name
-            tp = self.server_args.get("tp_size") or 1
-            pp = self.server_args.get("pp_size") or 1
+            args = self.args()
+            tp = args.get("tp_size") or 1
+            pp = args.get("pp_size") or 1
             body["num_accelerators"] = tp * pp
         if self.has("accelerator"):
             load["num_waiting_uncached_tokens"] = 0
@@ -293,8 +300,6 @@ def _argv_of(command: str | None) -> str | None:
     """``launch_command`` in /server_info is argv[1:] joined, without the interpreter and module."""
     if not command:
         return None
-    import shlex
-
     words = shlex.split(command)
     for i, word in enumerate(words):
         if word in ("sglang.launch_server", "serve"):
@@ -302,7 +307,9 @@ def _argv_of(command: str | None) -> str | None:
     return " ".join(words)
 
 
+@lru_cache(maxsize=None)
 def load_template(name: str) -> dict[str, Any]:
+    """A template's field set; shared between calls, so callers copy before changing it."""
     try:
         text = resources.files("pytest_sglang.sim").joinpath("templates").joinpath(f"{name}.json").read_text()
     except FileNotFoundError:

@@ -1,0 +1,875 @@
+"""An SGLang-compatible HTTP server that answers from a :class:`~pytest_sglang.sim.profile.Profile`.
+
+Standard library only, so it starts in milliseconds inside a test session or as
+``python -m pytest_sglang.sim``. It speaks the endpoints, JSON shapes, auth rules and
+streaming formats of the profile's SGLang version, and a deliberately simple performance
+model: at most ``effective_max_running_requests_per_dp`` requests run at once, the rest
+queue first-in first-out, so load above the cap shows as a rising time to first token.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import random
+import selectors
+import socket
+import socketserver
+import sys
+import threading
+import time
+import uuid
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
+
+from ..errors import SGLangError, SpecError
+from .profile import Profile, SimPerformance
+
+MAX_NEW_TOKENS_LIMIT = 4096
+# SGLang's default --bucket-time-to-first-token.
+TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0, 400.0)
+# gen_throughput is the token rate over this trailing window.
+THROUGHPUT_WINDOW_S = 1.0
+
+FLUSH_CACHE_TEXT = (
+    "Cache flushed.\nPlease check backend logs for more details. "
+    "(When there are running or waiting requests, the operation will not be performed.)\n"
+)
+_SSE_DONE = b"data: [DONE]\n\n"
+
+
+class SimServerError(SGLangError):
+    """The simulator could not listen where it was asked to."""
+
+
+# ---- requests, replies and rejections --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    headers: Message
+    body: bytes
+
+    def json_object(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.body or b"null")
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BadRequest(f"request body is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise BadRequest("request body must be a JSON object")
+        return data
+
+
+@dataclass
+class Reply:
+    status: int
+    body: bytes = b""
+    content_type: str = "application/json"
+    # Server-sent event frames, sent with chunked transfer encoding as they are produced.
+    stream: Iterator[bytes] | None = None
+
+
+def json_reply(data: Any, status: int = 200) -> Reply:
+    return Reply(status, json.dumps(data).encode())
+
+
+class Rejected(Exception):
+    """A reply decided before the endpoint runs (401, 404, 405)."""
+
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(reply.status)
+        self.reply = reply
+
+
+class BadRequest(Exception):
+    """A request an endpoint refuses; rendered in the error shape of the endpoint's API."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def _native_error(error: BadRequest) -> Reply:
+    return json_reply({"error": {"message": error.message}}, error.status)
+
+
+def _openai_error(error: BadRequest) -> Reply:
+    kind = "NotFoundError" if error.status == 404 else "BadRequestError"
+    body = {"object": "error", "message": error.message, "type": kind, "param": None, "code": error.status}
+    return json_reply(body, error.status)
+
+
+def _sse(data: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+# ---- prompts and the deterministic output ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prompt:
+    tokens: int
+    seed: int
+
+    @classmethod
+    def of_text(cls, text: str) -> Prompt:
+        # No tokenizer here: a word count is a stable, cheap stand-in for the token count.
+        return cls(max(1, len(text.split())), zlib.crc32(text.encode()))
+
+    @classmethod
+    def of_ids(cls, ids: list[int]) -> Prompt:
+        return cls(len(ids), zlib.crc32(json.dumps(ids).encode()))
+
+
+def _output_ids(seed: int, count: int) -> list[int]:
+    # Seeded by the prompt, so a prefix of a longer answer equals the shorter answer.
+    rng = random.Random(seed)
+    return [rng.randrange(100, 32000) for _ in range(count)]
+
+
+def _token_text(token_id: int) -> str:
+    return f" tok{token_id}"
+
+
+def _is_id_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(type(v) is int for v in value)
+
+
+def _generate_prompts(body: dict[str, Any]) -> tuple[list[Prompt], bool]:
+    """The prompts of a /generate body and whether it is a batch."""
+    text, ids = body.get("text"), body.get("input_ids")
+    if ids is not None:
+        if _is_id_list(ids):
+            return [Prompt.of_ids(ids)], False
+        if isinstance(ids, list) and ids and all(_is_id_list(x) for x in ids):
+            return [Prompt.of_ids(x) for x in ids], True
+        raise BadRequest("input_ids must be a non-empty list of token ids, or a list of such lists")
+    if isinstance(text, str):
+        return [Prompt.of_text(text)], False
+    if isinstance(text, list) and text and all(isinstance(t, str) for t in text):
+        return [Prompt.of_text(t) for t in text], True
+    raise BadRequest("Either text or input_ids should be provided.")
+
+
+def _completion_prompts(prompt: Any) -> list[Prompt]:
+    if isinstance(prompt, str):
+        return [Prompt.of_text(prompt)]
+    if _is_id_list(prompt):
+        return [Prompt.of_ids(prompt)]
+    if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
+        return [Prompt.of_text(p) for p in prompt]
+    raise BadRequest("prompt must be a string, a list of strings or a list of token ids")
+
+
+def _chat_prompt(messages: Any) -> Prompt:
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise BadRequest("messages must be a non-empty list of message objects")
+    return Prompt.of_text(" ".join(_message_text(m.get("content")) for m in messages))
+
+
+def _message_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts; only text parts count as prompt text
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def _max_new_tokens(value: Any, default: int, name: str) -> int:
+    if value is None:
+        return default
+    if type(value) is not int or not 1 <= value <= MAX_NEW_TOKENS_LIMIT:
+        raise BadRequest(f"{name} must be an integer from 1 to {MAX_NEW_TOKENS_LIMIT}, got {value!r}")
+    return value
+
+
+# ---- the performance model --------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Job:
+    """A request holding one of the running slots."""
+
+    prompt_tokens: int
+    generated: int = 0
+
+
+@dataclass
+class Totals:
+    """Counters since start, as the Prometheus counters and the TTFT histogram report them."""
+
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    requests: int = 0
+    ttft_buckets: list[int] = field(default_factory=lambda: [0] * len(TTFT_BUCKETS))
+    ttft_sum: float = 0.0
+    ttft_count: int = 0
+
+
+@dataclass(frozen=True)
+class LoadSnapshot:
+    running: int
+    waiting: int
+    used_tokens: int
+    throughput: float
+    totals: Totals
+
+
+class Engine:
+    """Admits requests up to the running cap in arrival order and paces their tokens.
+
+    Every wait is a sleep or a condition-variable wait in the request's own thread.
+    """
+
+    def __init__(self, performance: SimPerformance, max_running: int) -> None:
+        self._perf = performance
+        self._max_running = max(1, max_running)
+        self._cond = threading.Condition()
+        self._queue: deque[object] = deque()
+        self._running: set[_Job] = set()
+        self._token_times: deque[float] = deque()
+        self._totals = Totals()
+
+    def run(self, prompt: Prompt, max_new_tokens: int) -> Iterator[int]:
+        """Yield each output token id when the simulated GPU would produce it."""
+        arrived = time.monotonic()
+        job = self._admit(prompt.tokens)
+        try:
+            # Prefill produces the first token; each further token is one decode step.
+            time.sleep(self._prefill_s(prompt.tokens))
+            for index, token in enumerate(_output_ids(prompt.seed, max_new_tokens)):
+                if index == 0:
+                    self._observe_ttft(time.monotonic() - arrived)
+                else:
+                    time.sleep(self._decode_step_s())
+                self._count_token(job)
+                yield token
+        finally:
+            self._release(job)
+
+    def busy(self) -> bool:
+        with self._cond:
+            return bool(self._running or self._queue)
+
+    def snapshot(self) -> LoadSnapshot:
+        with self._cond:
+            return LoadSnapshot(
+                running=len(self._running),
+                waiting=len(self._queue),
+                used_tokens=sum(j.prompt_tokens + j.generated for j in self._running),
+                throughput=self._throughput(),
+                totals=replace(self._totals, ttft_buckets=list(self._totals.ttft_buckets)),
+            )
+
+    def _admit(self, prompt_tokens: int) -> _Job:
+        with self._cond:
+            ticket = object()
+            self._queue.append(ticket)
+            self._cond.wait_for(lambda: self._queue[0] is ticket and len(self._running) < self._max_running)
+            self._queue.popleft()
+            job = _Job(prompt_tokens)
+            self._running.add(job)
+            self._cond.notify_all()  # the next in line may fit as well
+            return job
+
+    def _release(self, job: _Job) -> None:
+        with self._cond:
+            self._running.discard(job)
+            self._totals.prompt_tokens += job.prompt_tokens
+            self._totals.generation_tokens += job.generated
+            self._totals.requests += 1
+            self._cond.notify_all()
+
+    def _prefill_s(self, prompt_tokens: int) -> float:
+        p = self._perf
+        return (p.prefill_base_ms + prompt_tokens / 1000 * p.prefill_ms_per_1k_tokens) / 1000
+
+    def _decode_step_s(self) -> float:
+        p = self._perf
+        return (p.decode_step_base_ms + p.decode_step_ms_per_request * len(self._running)) / 1000
+
+    def _observe_ttft(self, seconds: float) -> None:
+        with self._cond:
+            totals = self._totals
+            for i, bound in enumerate(TTFT_BUCKETS):
+                if seconds <= bound:
+                    totals.ttft_buckets[i] += 1  # Prometheus buckets are cumulative
+            totals.ttft_sum += seconds
+            totals.ttft_count += 1
+
+    def _count_token(self, job: _Job) -> None:
+        with self._cond:
+            job.generated += 1
+            self._token_times.append(time.monotonic())
+            self._forget_old_tokens()
+
+    def _throughput(self) -> float:
+        """Tokens per second over the trailing window (lock held)."""
+        self._forget_old_tokens()
+        return len(self._token_times) / THROUGHPUT_WINDOW_S
+
+    def _forget_old_tokens(self) -> None:
+        horizon = time.monotonic() - THROUGHPUT_WINDOW_S
+        while self._token_times and self._token_times[0] < horizon:
+            self._token_times.popleft()
+
+
+# ---- Prometheus text --------------------------------------------------------------------
+
+
+def _prom_number(value: float) -> str:
+    return "+Inf" if value == float("inf") else repr(float(value))
+
+
+def _prom_labels(labels: dict[str, str]) -> str:
+    def escape(v: str) -> str:
+        return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+    return "{" + ",".join(f'{k}="{escape(v)}"' for k, v in labels.items()) + "}"
+
+
+def metrics_text(profile: Profile, snap: LoadSnapshot) -> str:
+    served = profile.model.served_model_name or profile.model.model_path
+    # Scheduler-side metrics carry the parallel ranks; tokenizer-side ones only the model and engine.
+    scheduler = {"model_name": served, "engine_type": "unified", "tp_rank": "0", "pp_rank": "0", "moe_ep_rank": "0"}
+    tokenizer = {"model_name": served, "engine_type": "unified"}
+    capacity = profile.runtime.max_total_num_tokens
+    lines: list[str] = []
+
+    def family(name: str, kind: str, help_text: str, samples: list[tuple[str, dict[str, str], float]]) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        lines.extend(f"{sample}{_prom_labels(labels)} {_prom_number(value)}" for sample, labels, value in samples)
+
+    def gauge(name: str, help_text: str, value: float) -> None:
+        family(name, "gauge", help_text, [(name, scheduler, value)])
+
+    def counter(name: str, help_text: str, value: float) -> None:
+        family(name, "counter", help_text, [(f"{name}_total", tokenizer, value)])
+
+    gauge("sglang:num_running_reqs", "The number of running requests.", snap.running)
+    gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", snap.waiting)
+    gauge("sglang:num_used_tokens", "The number of used tokens.", snap.used_tokens)
+    gauge("sglang:gen_throughput", "The generation throughput (token/s).", snap.throughput)
+    gauge("sglang:token_usage", "The token usage.", snap.used_tokens / capacity if capacity else 0.0)
+    gauge("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", capacity)
+    totals = snap.totals
+    counter("sglang:prompt_tokens", "Number of prefill tokens processed.", totals.prompt_tokens)
+    counter("sglang:generation_tokens", "Number of generation tokens processed.", totals.generation_tokens)
+    counter("sglang:num_requests", "The number of processed requests.", totals.requests)
+    ttft = "sglang:time_to_first_token_seconds"
+    buckets = [
+        (f"{ttft}_bucket", {**tokenizer, "le": _prom_number(bound)}, count)
+        for bound, count in zip((*TTFT_BUCKETS, float("inf")), (*totals.ttft_buckets, totals.ttft_count))
+    ]
+    buckets += [(f"{ttft}_count", tokenizer, totals.ttft_count), (f"{ttft}_sum", tokenizer, totals.ttft_sum)]
+    family(ttft, "histogram", "Histogram of time to first token in seconds.", buckets)
+    return "\n".join(lines) + "\n"
+
+
+# ---- the endpoints ----------------------------------------------------------------------
+
+
+class Route(NamedTuple):
+    methods: frozenset[str]
+    action: Callable[[Request], Reply]
+    openai: bool = False  # errors in the OpenAI shape rather than SGLang's native one
+
+
+_GET = frozenset({"GET"})
+_POST = frozenset({"POST"})
+
+
+class Simulator:
+    """The HTTP-independent part: routing, auth, and every endpoint's reply."""
+
+    def __init__(self, profile: Profile, ready_after: float) -> None:
+        self.profile = profile
+        self.served_model = profile.model.served_model_name or profile.model.model_path
+        self.engine = Engine(profile.performance, profile.runtime.effective_max_running_requests_per_dp)
+        self._ready_after = ready_after
+        self._started = time.monotonic()
+        self.routes = self._build_routes()
+
+    def mark_started(self) -> None:
+        self._started = time.monotonic()
+
+    def handle(self, request: Request) -> Reply:
+        route: Route | None = None
+        try:
+            self._authorize(request)
+            route = self.routes.get(request.path)
+            if route is None:
+                raise Rejected(json_reply({"detail": "Not Found"}, 404))
+            if request.method not in route.methods:
+                raise Rejected(json_reply({"detail": "Method Not Allowed"}, 405))
+            return route.action(request)
+        except Rejected as rejected:
+            return rejected.reply
+        except BadRequest as error:
+            return _openai_error(error) if route is not None and route.openai else _native_error(error)
+
+    def _build_routes(self) -> dict[str, Route]:
+        p = self.profile
+        routes = {
+            "/health": Route(_GET, self._health),
+            "/health_generate": Route(_GET, self._health),
+            "/get_server_info": Route(_GET, self._server_info),
+            "/get_model_info": Route(_GET, self._model_info),
+            "/v1/models": Route(_GET, self._models),
+            "/generate": Route(frozenset({"POST", "PUT"}), self._generate),
+            "/v1/completions": Route(_POST, self._completions, openai=True),
+            "/v1/chat/completions": Route(_POST, self._chat_completions, openai=True),
+            "/flush_cache": Route(frozenset({"GET", "POST"}), self._flush_cache),
+            "/ping": Route(_GET, lambda _: Reply(200)),
+        }
+        optional = {
+            "/ready": (p.has("ready"), Route(_GET, self._health)),
+            "/server_info": (p.has("server_info_path"), Route(_GET, self._server_info)),
+            "/model_info": (p.has("model_info_path"), Route(_GET, self._model_info)),
+            "/v1/loads": (p.has("v1_loads"), Route(_GET, self._loads)),
+            "/metrics": (bool(p.server_args.get("enable_metrics")), Route(_GET, self._metrics)),
+        }
+        routes.update({path: route for path, (present, route) in optional.items() if present})
+        return routes
+
+    def _authorize(self, request: Request) -> None:
+        """SGLang's middleware rules: health, metrics and ready are open whatever keys are set;
+        /flush_cache takes only the admin key once one is set; the rest need the api key if set."""
+        path = request.path
+        if path.startswith(("/health", "/metrics")) or path == "/ready":
+            return
+        admin_key = self.profile.admin_api_key
+        required = admin_key if path == "/flush_cache" and admin_key else self.profile.api_key
+        if required and not _bearer_matches(request.headers.get("Authorization"), required):
+            raise Rejected(json_reply({"error": "Unauthorized"}, 401))
+
+    # -- open endpoints
+    def _health(self, _: Request) -> Reply:
+        warming_up = time.monotonic() - self._started < self._ready_after
+        return Reply(503 if warming_up else 200)
+
+    def _metrics(self, _: Request) -> Reply:
+        text = metrics_text(self.profile, self.engine.snapshot())
+        return Reply(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
+
+    # -- information
+    def _server_info(self, _: Request) -> Reply:
+        return json_reply(self.profile.server_info(gen_throughput=self.engine.snapshot().throughput))
+
+    def _model_info(self, _: Request) -> Reply:
+        return json_reply(self.profile.model_info())
+
+    def _models(self, _: Request) -> Reply:
+        return json_reply(self.profile.models())
+
+    def _loads(self, _: Request) -> Reply:
+        s = self.engine.snapshot()
+        body = self.profile.loads(
+            running=s.running, waiting=s.waiting, used_tokens=s.used_tokens, throughput=s.throughput
+        )
+        return json_reply(body)
+
+    def _flush_cache(self, _: Request) -> Reply:
+        # SGLang answers 400 with the same text when requests are running or waiting.
+        status = 400 if self.engine.busy() else 200
+        return Reply(status, FLUSH_CACHE_TEXT.encode(), "text/plain; charset=utf-8")
+
+    # -- native generation
+    def _generate(self, request: Request) -> Reply:
+        body = request.json_object()
+        prompts, batch = _generate_prompts(body)
+        params = body.get("sampling_params") or {}
+        if not isinstance(params, dict):
+            raise BadRequest("sampling_params must be an object")
+        default = self.profile.performance.default_max_new_tokens
+        max_new = _max_new_tokens(params.get("max_new_tokens"), default, "max_new_tokens")
+        if body.get("stream"):
+            if batch:
+                raise BadRequest("the simulator streams one prompt per request")
+            return Reply(200, content_type="text/event-stream", stream=self._generate_stream(prompts[0], max_new))
+        results = _in_parallel([lambda p=p: self._generate_one(p, max_new) for p in prompts])
+        return json_reply(results if batch else results[0])
+
+    def _generate_one(self, prompt: Prompt, max_new: int) -> dict[str, Any]:
+        started = time.monotonic()
+        ids = list(self.engine.run(prompt, max_new))
+        return _generate_body(uuid.uuid4().hex, prompt, ids, time.monotonic() - started)
+
+    def _generate_stream(self, prompt: Prompt, max_new: int) -> Iterator[bytes]:
+        rid, started, ids = uuid.uuid4().hex, time.monotonic(), []
+        for token in self.engine.run(prompt, max_new):
+            ids.append(token)
+            latency = time.monotonic() - started if len(ids) == max_new else None
+            yield _sse(_generate_body(rid, prompt, ids, latency))
+        yield _SSE_DONE
+
+    # -- OpenAI-compatible generation
+    def _completions(self, request: Request) -> Reply:
+        body = request.json_object()
+        self._check_model(body)
+        prompts = _completion_prompts(body.get("prompt"))
+        max_new = self._openai_max_tokens(body.get("max_tokens"))
+        if body.get("stream"):
+            if len(prompts) > 1:
+                raise BadRequest("the simulator streams one prompt per request")
+            return self._openai_stream("text_completion", prompts[0], max_new, _include_usage(body))
+        ids_per_prompt = _in_parallel([lambda p=p: list(self.engine.run(p, max_new)) for p in prompts])
+        choices = [_completion_choice(i, _text_of(ids), "length") for i, ids in enumerate(ids_per_prompt)]
+        usage = _usage(sum(p.tokens for p in prompts), sum(len(ids) for ids in ids_per_prompt))
+        return json_reply({**self._openai_head("text_completion"), "choices": choices, "usage": usage})
+
+    def _chat_completions(self, request: Request) -> Reply:
+        body = request.json_object()
+        self._check_model(body)
+        prompt = _chat_prompt(body.get("messages"))
+        limit = body.get("max_completion_tokens")  # the newer OpenAI name wins over max_tokens
+        max_new = self._openai_max_tokens(body.get("max_tokens") if limit is None else limit)
+        if body.get("stream"):
+            return self._openai_stream("chat.completion.chunk", prompt, max_new, _include_usage(body))
+        ids = list(self.engine.run(prompt, max_new))
+        message = {"role": "assistant", "content": _text_of(ids), "reasoning_content": None, "tool_calls": None}
+        choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "length", "matched_stop": None}
+        reply = {
+            **self._openai_head("chat.completion"),
+            "choices": [choice],
+            "usage": _usage(prompt.tokens, len(ids)),
+            "metadata": {"weight_version": "default"},
+        }
+        return json_reply(reply)
+
+    def _openai_stream(self, obj: str, prompt: Prompt, max_new: int, include_usage: bool) -> Reply:
+        frames = self._openai_frames(self._openai_head(obj), prompt, max_new, include_usage)
+        return Reply(200, content_type="text/event-stream", stream=frames)
+
+    def _openai_frames(
+        self, head: dict[str, Any], prompt: Prompt, max_new: int, include_usage: bool
+    ) -> Iterator[bytes]:
+        chat = head["object"] == "chat.completion.chunk"
+
+        def frame(piece: str | None, finish: str | None) -> bytes:
+            if chat:
+                delta = {} if piece is None else {"content": piece}
+                choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish, "matched_stop": None}
+            else:
+                choice = _completion_choice(0, piece or "", finish)
+            return _sse({**head, "choices": [choice], "usage": None})
+
+        generated = 0
+        for token in self.engine.run(prompt, max_new):
+            if chat and generated == 0:  # SGLang announces the role with the first output
+                yield _sse({**head, "choices": [_chat_role_choice()], "usage": None})
+            generated += 1
+            yield frame(_token_text(token), None)
+        yield frame(None, "length")
+        if include_usage:
+            yield _sse({**head, "choices": [], "usage": _usage(prompt.tokens, generated)})
+        yield _SSE_DONE
+
+    def _openai_head(self, obj: str) -> dict[str, Any]:
+        return {"id": uuid.uuid4().hex, "object": obj, "created": int(time.time()), "model": self.served_model}
+
+    def _openai_max_tokens(self, value: Any) -> int:
+        return _max_new_tokens(value, self.profile.performance.default_max_new_tokens, "max_tokens")
+
+    def _check_model(self, body: dict[str, Any]) -> None:
+        model = body.get("model")
+        if model is not None and model != self.served_model:
+            raise BadRequest(f"The model `{model}` does not exist.", status=404)
+
+
+def _bearer_matches(header: str | None, key: str) -> bool:
+    scheme, _, token = (header or "").strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), key.encode())
+
+
+def _in_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
+    """A batch is that many requests at once, as in SGLang, so each competes for a slot."""
+    if len(tasks) == 1:
+        return [tasks[0]()]
+    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+        return list(pool.map(lambda task: task(), tasks))
+
+
+def _text_of(ids: list[int]) -> str:
+    return "".join(_token_text(t) for t in ids)
+
+
+def _generate_body(rid: str, prompt: Prompt, ids: list[int], e2e_latency: float | None) -> dict[str, Any]:
+    """A /generate result with cumulative text and ids; ``e2e_latency`` is set once finished."""
+    meta: dict[str, Any] = {
+        "id": rid,
+        "finish_reason": None if e2e_latency is None else {"type": "length", "length": len(ids)},
+        "prompt_tokens": prompt.tokens,
+        "weight_version": "default",
+        "num_retractions": 0,
+        "reasoning_tokens": 0,
+        "completion_tokens": len(ids),
+        "cached_tokens": 0,
+    }
+    if e2e_latency is not None:
+        meta["e2e_latency"] = e2e_latency
+    return {"text": _text_of(ids), "output_ids": list(ids), "meta_info": meta}
+
+
+def _completion_choice(index: int, text: str, finish: str | None) -> dict[str, Any]:
+    return {"index": index, "text": text, "logprobs": None, "finish_reason": finish, "matched_stop": None}
+
+
+def _chat_role_choice() -> dict[str, Any]:
+    delta = {"role": "assistant", "content": ""}
+    return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None, "matched_stop": None}
+
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "completion_tokens": completion_tokens,
+        "prompt_tokens_details": None,
+        "reasoning_tokens": 0,
+    }
+
+
+def _include_usage(body: dict[str, Any]) -> bool:
+    options = body.get("stream_options")
+    return isinstance(options, dict) and bool(options.get("include_usage"))
+
+
+# ---- HTTP plumbing ----------------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, so clients reuse connections
+    server: _HTTPServer
+
+    def version_string(self) -> str:
+        return "uvicorn"  # what a real SGLang server says
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: a load test would otherwise print a line per request."""
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_GET
+
+    def _dispatch(self) -> None:
+        if "Transfer-Encoding" in self.headers:
+            # Chunked request bodies are not read, so the connection cannot be reused after one.
+            self.close_connection = True
+            self._send(json_reply({"detail": "Length Required"}, 411))
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.close_connection = True
+            self._send(json_reply({"detail": "Invalid Content-Length"}, 400))
+            return
+        body = self.rfile.read(length) if length > 0 else b""
+        request = Request(self.command, urlsplit(self.path).path, self.headers, body)
+        self._send(self.server.simulator.handle(request))
+
+    def _send(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        if reply.stream is None:
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+            return
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for frame in reply.stream:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+            self.wfile.write(b"0\r\n\r\n")
+        finally:
+            reply.stream.close()  # a client that left early frees its running slot now
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], simulator: Simulator) -> None:
+        self.simulator = simulator
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind looks the host name up (getfqdn); skip that lookup.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """Hang up on kept-alive clients so their handler threads end, as a stopping server does."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients hanging up mid-stream is normal under load; anything else is a simulator bug.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _HTTPServer6(_HTTPServer):
+    address_family = socket.AF_INET6
+
+
+def _loopback_host(host: str) -> str:
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return host
+    except ValueError:
+        pass
+    raise SpecError(f"simulator host {host!r} is not a loopback address; use 127.0.0.1")
+
+
+def _with_keys(profile: Profile, api_key: str | None, admin_api_key: str | None) -> Profile:
+    """The profile as if launched with these keys: SGLang reports its own keys in /server_info
+    and keeps ``--api-key X`` verbatim in ``launch_command``."""
+    keys = {"api_key": api_key, "admin_api_key": admin_api_key}
+    given = {name: value for name, value in keys.items() if value is not None}
+    if not given:
+        return profile
+    command = profile.launch_command
+    if command:
+        command += "".join(f" --{name.replace('_', '-')} {value}" for name, value in given.items())
+    return profile.model_copy(update={"server_args": {**profile.server_args, **given}, "launch_command": command})
+
+
+class SimServer:
+    """A simulated SGLang server on a loopback port.
+
+    ``with SimServer(load_profile("llama31-8b-1xh100-0.5.9")) as server: requests.get(server.url + "/health")``
+    """
+
+    def __init__(
+        self,
+        profile: Profile,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        api_key: str | None = None,
+        admin_api_key: str | None = None,
+        ready_after: float = 0.0,
+    ) -> None:
+        if not 0 <= port <= 65535:
+            raise SpecError(f"simulator port {port} is out of range 0-65535")
+        if ready_after < 0:
+            raise SpecError(f"ready_after must be 0 or more seconds, got {ready_after}")
+        self.host = _loopback_host(host)
+        self.port = port
+        self.url = ""
+        self.profile = _with_keys(profile, api_key, admin_api_key)
+        self.simulator = Simulator(self.profile, ready_after)
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._serving = False
+        self._stop_requested = False
+        self._close_lock = threading.Lock()
+        # Written to by stop() to wake the serving loop at once, instead of polling for a flag.
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_w.setblocking(False)
+
+    def bind(self) -> SimServer:
+        """Listen on the port (idempotent); ``url`` and ``port`` are known from here on."""
+        if self._httpd is None and not self._stop_requested:
+            server_class = _HTTPServer6 if ":" in self.host else _HTTPServer
+            try:
+                self._httpd = server_class((self.host, self.port), self.simulator)
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                raise SimServerError(f"cannot listen on {self.host}:{self.port}: {reason}") from None
+            self.port = int(self._httpd.server_address[1])
+            shown = f"[{self.host}]" if ":" in self.host else self.host
+            self.url = f"http://{shown}:{self.port}"
+        return self
+
+    def start(self) -> SimServer:
+        """Serve in a background daemon thread."""
+        if self._thread is None:
+            self.bind()
+            self._thread = threading.Thread(target=self.serve_forever, name=f"sim-sglang:{self.port}", daemon=True)
+            self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until :meth:`stop` (safe to call from a signal handler)."""
+        httpd = self.bind()._httpd
+        if httpd is None:  # stopped before serving began, e.g. by an early SIGTERM
+            return
+        self._serving = True
+        httpd.timeout = 0  # handle_request() below must never block: the selector said it is ready
+        self.simulator.mark_started()
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(httpd, selectors.EVENT_READ)
+                selector.register(self._wake_r, selectors.EVENT_READ)
+                while not self._stop_requested:
+                    for key, _ in selector.select():
+                        if key.fileobj is httpd and not self._stop_requested:
+                            httpd.handle_request()
+        finally:
+            self._close()
+
+    def stop(self) -> None:
+        """Stop serving, join the thread and close every socket. Idempotent."""
+        self._stop_requested = True
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:  # already closed, or a wake-up is pending anyway
+            pass
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        if not self._serving:
+            self._close()
+
+    def _close(self) -> None:
+        with self._close_lock:
+            httpd, self._httpd = self._httpd, None
+            self._serving = False
+            if httpd is not None:
+                httpd.server_close()
+                httpd.close_connections()
+            self._wake_r.close()
+            self._wake_w.close()
+
+    def __enter__(self) -> SimServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

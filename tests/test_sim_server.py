@@ -1,0 +1,540 @@
+"""The simulated SGLang server: endpoints and shapes per version, auth, generation, queueing, CLI."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from pytest_sglang.sim.profile import Profile, SimPerformance, bundled_profiles, load_profile
+from pytest_sglang.sim.server import FLUSH_CACHE_TEXT, SimServer
+
+LLAMA_059 = "llama31-8b-1xh100-0.5.9"  # both info paths, no metrics, no GPU name over HTTP
+QWEN_0512 = "qwen35-122b-a10b-4xrtx6000-baseline"  # 0.5.12: /v1/loads with aggregate, metrics on
+QWEN_0523 = "qwen35-122b-a10b-4xrtx6000-0.5.23"  # 0.5.23: accelerator in /v1/loads, /ready
+REPO = Path(__file__).resolve().parents[1]
+
+Serve = Callable[..., SimServer]
+
+
+@pytest.fixture
+def serve() -> Iterator[Serve]:
+    """Start servers from a profile name or object; every one is stopped afterwards."""
+    servers: list[SimServer] = []
+
+    def start(profile: str | Profile, **kwargs: Any) -> SimServer:
+        loaded = load_profile(profile) if isinstance(profile, str) else profile
+        server = SimServer(loaded, **kwargs)
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def _with(name: str, **update: Any) -> Profile:
+    # Validated afresh: model_copy would keep cached properties such as the parsed version.
+    return Profile.model_validate({**load_profile(name).model_dump(), **update})
+
+
+def _sse_events(response: requests.Response) -> list[str]:
+    return [line[len("data: ") :] for line in response.iter_lines(decode_unicode=True) if line]
+
+
+def _chunks(events: list[str]) -> list[dict[str, Any]]:
+    assert events[-1] == "[DONE]"
+    return [json.loads(e) for e in events[:-1]]
+
+
+# ---- endpoints and shapes per SGLang version ------------------------------------------
+
+
+def test_server_info_and_model_info_answer_on_both_paths_from_0_5_9(serve: Serve) -> None:
+    url = serve(LLAMA_059).url
+    info = requests.get(f"{url}/server_info").json()
+    assert requests.get(f"{url}/get_server_info").json() == info
+    assert info["version"] == "0.5.9"
+    assert info["model_path"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert info["internal_states"][0]["effective_max_running_requests_per_dp"] == 4096
+    model = requests.get(f"{url}/model_info").json()
+    assert requests.get(f"{url}/get_model_info").json() == model
+    assert model["architectures"] == ["LlamaForCausalLM"]
+
+
+def test_before_0_5_9_only_the_get_paths_exist(serve: Serve) -> None:
+    url = serve(_with(LLAMA_059, sglang_version="0.5.5")).url
+    assert requests.get(f"{url}/get_server_info").json()["version"] == "0.5.5"
+    for path in ("/server_info", "/model_info", "/v1/loads", "/ready"):
+        response = requests.get(f"{url}{path}")
+        assert (response.status_code, response.json()) == (404, {"detail": "Not Found"}), path
+
+
+def test_v1_loads_takes_the_0_5_12_shape(serve: Serve) -> None:
+    body = requests.get(f"{serve(QWEN_0512).url}/v1/loads").json()
+    assert body["version"] == "0.5.12"
+    assert "accelerator" not in body
+    assert body["dp_rank_count"] == 1
+    assert body["aggregate"] == {"total_running_reqs": 0, "total_waiting_reqs": 0, "total_reqs": 0}
+    assert body["loads"][0]["max_running_requests"] == 48
+
+
+def test_v1_loads_takes_the_0_5_23_shape_with_the_gpu_name(serve: Serve) -> None:
+    body = requests.get(f"{serve(QWEN_0523).url}/v1/loads").json()
+    assert body["version"] == "0.5.23"
+    assert body["accelerator"] == "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    assert body["num_accelerators"] == 4
+    assert "aggregate" not in body
+    assert body["loads"][0]["memory"]["token_capacity"] == body["loads"][0]["max_total_num_tokens"]
+
+
+def test_ready_exists_from_0_5_20(serve: Serve) -> None:
+    assert requests.get(f"{serve(QWEN_0512).url}/ready").status_code == 404
+    assert requests.get(f"{serve(QWEN_0523).url}/ready").status_code == 200
+
+
+def test_v1_models_lists_the_served_model_name(serve: Serve) -> None:
+    body = requests.get(f"{serve(QWEN_0523).url}/v1/models").json()
+    assert [(m["id"], m["owned_by"], m["max_model_len"]) for m in body["data"]] == [
+        ("qwen3.5-122b-a10b", "sglang", 262144)
+    ]
+
+
+def test_metrics_exist_only_with_enable_metrics(serve: Serve) -> None:
+    assert requests.get(f"{serve(LLAMA_059).url}/metrics").status_code == 404
+    url = serve(QWEN_0523).url
+    requests.post(f"{url}/generate", json={"text": "one two three", "sampling_params": {"max_new_tokens": 5}})
+    response = requests.get(f"{url}/metrics")
+    assert response.headers["Content-Type"].startswith("text/plain")
+    text = response.text
+    ranks = 'model_name="qwen3.5-122b-a10b",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"'
+    assert f"sglang:num_running_reqs{{{ranks}}} 0.0" in text
+    assert f"sglang:max_total_num_tokens{{{ranks}}} 354304.0" in text
+    for gauge in ("num_queue_reqs", "gen_throughput", "token_usage"):
+        assert f"# TYPE sglang:{gauge} gauge" in text
+    tokenizer = 'model_name="qwen3.5-122b-a10b",engine_type="unified"'
+    assert f"sglang:prompt_tokens_total{{{tokenizer}}} 3.0" in text
+    assert f"sglang:generation_tokens_total{{{tokenizer}}} 5.0" in text
+    assert f"sglang:num_requests_total{{{tokenizer}}} 1.0" in text
+    assert "# TYPE sglang:time_to_first_token_seconds histogram" in text
+    assert f'sglang:time_to_first_token_seconds_bucket{{{tokenizer},le="+Inf"}} 1.0' in text
+
+
+# ---- auth ------------------------------------------------------------------------------
+
+
+def test_health_metrics_and_ready_stay_open_when_keys_are_set(serve: Serve) -> None:
+    url = serve(QWEN_0523, api_key="k", admin_api_key="admin").url
+    for path in ("/health", "/health_generate", "/metrics", "/ready"):
+        assert requests.get(f"{url}{path}").status_code == 200, path
+
+
+@pytest.mark.parametrize(
+    ("authorization", "status"),
+    [(None, 401), ("Bearer wrong", 401), ("Basic k", 401), ("Bearer k", 200), ("bearer k", 200)],
+)
+def test_normal_endpoints_need_the_api_key(serve: Serve, authorization: str | None, status: int) -> None:
+    url = serve(LLAMA_059, api_key="k").url
+    headers = {"Authorization": authorization} if authorization else {}
+    for path in ("/server_info", "/v1/models", "/ping"):
+        response = requests.get(f"{url}{path}", headers=headers)
+        assert response.status_code == status, path
+        if status == 401:
+            assert response.json() == {"error": "Unauthorized"}
+    generate = requests.post(f"{url}/generate", json={"text": "hi"}, headers=headers)
+    assert generate.status_code == status
+
+
+def test_server_info_reports_the_keys_it_was_started_with(serve: Serve) -> None:
+    url = serve(QWEN_0523, api_key="k", admin_api_key="admin").url
+    info = requests.get(f"{url}/server_info", headers={"Authorization": "Bearer k"}).json()
+    assert (info["api_key"], info["admin_api_key"]) == ("k", "admin")
+    assert "--api-key k" in info["launch_command"]  # SGLang keeps it verbatim there
+
+
+@pytest.mark.parametrize(
+    ("api_key", "admin_api_key", "presented", "status"),
+    [
+        (None, None, None, 200),  # both unset: open
+        ("k", None, None, 401),  # only api_key: it is needed
+        ("k", None, "k", 200),
+        ("k", "admin", "k", 401),  # admin key set: the api key is not accepted
+        ("k", "admin", "admin", 200),
+        (None, "admin", None, 401),
+        (None, "admin", "admin", 200),
+    ],
+)
+def test_flush_cache_follows_the_admin_optional_rule(
+    serve: Serve, api_key: str | None, admin_api_key: str | None, presented: str | None, status: int
+) -> None:
+    url = serve(LLAMA_059, api_key=api_key, admin_api_key=admin_api_key).url
+    headers = {"Authorization": f"Bearer {presented}"} if presented else {}
+    response = requests.post(f"{url}/flush_cache", headers=headers)
+    assert response.status_code == status
+    if status == 200:
+        assert response.text == FLUSH_CACHE_TEXT
+
+
+def test_only_an_admin_key_leaves_normal_endpoints_open(serve: Serve) -> None:
+    url = serve(LLAMA_059, admin_api_key="admin").url
+    assert requests.get(f"{url}/server_info").json()["admin_api_key"] == "admin"
+
+
+# ---- generation --------------------------------------------------------------------------
+
+
+def test_generate_returns_deterministic_tokens_and_meta_info(serve: Serve) -> None:
+    url = serve(LLAMA_059).url
+    request = {"text": "The capital of France is", "sampling_params": {"max_new_tokens": 7}}
+    body = requests.post(f"{url}/generate", json=request).json()
+    meta = body["meta_info"]
+    assert len(body["output_ids"]) == 7
+    assert body["text"] == "".join(f" tok{i}" for i in body["output_ids"])
+    assert meta["finish_reason"] == {"type": "length", "length": 7}
+    assert (meta["prompt_tokens"], meta["completion_tokens"], meta["cached_tokens"]) == (5, 7, 0)
+    assert (meta["weight_version"], meta["num_retractions"]) == ("default", 0)
+    assert 0 < meta["e2e_latency"] < 5
+    again = requests.put(f"{url}/generate", json=request).json()
+    assert again["output_ids"] == body["output_ids"]
+    assert again["meta_info"]["id"] != meta["id"]
+    other = requests.post(f"{url}/generate", json={**request, "text": "Something else"}).json()
+    assert other["output_ids"] != body["output_ids"]
+
+
+def test_generate_counts_input_ids_and_answers_a_batch_with_a_list(serve: Serve) -> None:
+    url = serve(LLAMA_059).url
+    by_ids = requests.post(f"{url}/generate", json={"input_ids": [1, 2, 3, 4, 5, 6]}).json()
+    assert by_ids["meta_info"]["prompt_tokens"] == 6
+    assert by_ids["meta_info"]["completion_tokens"] == 16  # the profile's default_max_new_tokens
+    batch = requests.post(f"{url}/generate", json={"text": ["a b", "c"], "sampling_params": {"max_new_tokens": 2}})
+    assert [r["meta_info"]["prompt_tokens"] for r in batch.json()] == [2, 1]
+
+
+def test_generate_stream_sends_cumulative_chunks_then_done(serve: Serve) -> None:
+    url = serve(LLAMA_059).url
+    request = {"text": "hello there", "sampling_params": {"max_new_tokens": 5}}
+    response = requests.post(f"{url}/generate", json={**request, "stream": True}, stream=True)
+    assert response.headers["Content-Type"] == "text/event-stream"
+    chunks = _chunks(_sse_events(response))
+    assert len(chunks) == 5
+    for before, after in zip(chunks, chunks[1:]):
+        assert after["text"].startswith(before["text"]) and len(after["text"]) > len(before["text"])
+        assert after["output_ids"][: len(before["output_ids"])] == before["output_ids"]
+    assert [c["meta_info"]["finish_reason"] for c in chunks[:-1]] == [None] * 4
+    assert chunks[-1]["meta_info"]["finish_reason"] == {"type": "length", "length": 5}
+    assert chunks[-1]["output_ids"] == requests.post(f"{url}/generate", json=request).json()["output_ids"]
+
+
+def test_chat_completions_stream_deltas_and_a_usage_chunk(serve: Serve) -> None:
+    url = serve(QWEN_0523).url
+    request = {
+        "model": "qwen3.5-122b-a10b",
+        "messages": [{"role": "user", "content": "say three words"}],
+        "max_tokens": 3,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    chunks = _chunks(_sse_events(requests.post(f"{url}/v1/chat/completions", json=request, stream=True)))
+    assert {c["object"] for c in chunks} == {"chat.completion.chunk"}
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    contents = [c["choices"][0]["delta"]["content"] for c in chunks[1:4]]
+    assert len(contents) == 3 and all(contents)
+    assert chunks[4]["choices"][0]["finish_reason"] == "length"
+    assert chunks[5]["choices"] == []
+    assert chunks[5]["usage"]["completion_tokens"] == 3
+    assert chunks[5]["usage"]["total_tokens"] == 3 + chunks[5]["usage"]["prompt_tokens"]
+
+
+def test_chat_completions_answer_with_one_assistant_message(serve: Serve) -> None:
+    url = serve(QWEN_0523).url
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    request = {"messages": messages, "max_tokens": 9, "max_completion_tokens": 3}
+    body = requests.post(f"{url}/v1/chat/completions", json=request).json()
+    assert (body["object"], body["model"]) == ("chat.completion", "qwen3.5-122b-a10b")
+    (choice,) = body["choices"]
+    assert choice["message"]["role"] == "assistant"
+    assert choice["message"]["content"].count(" tok") == 3
+    assert choice["finish_reason"] == "length"
+    assert (body["usage"]["prompt_tokens"], body["usage"]["completion_tokens"]) == (3, 3)
+
+
+def test_completions_answer_in_the_openai_shape(serve: Serve) -> None:
+    url = serve(QWEN_0523).url
+    body = requests.post(f"{url}/v1/completions", json={"prompt": "once upon", "max_tokens": 4}).json()
+    assert (body["object"], body["model"]) == ("text_completion", "qwen3.5-122b-a10b")
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert body["usage"] == {
+        "prompt_tokens": 2,
+        "total_tokens": 6,
+        "completion_tokens": 4,
+        "prompt_tokens_details": None,
+        "reasoning_tokens": 0,
+    }
+    request = {"prompt": "once upon", "max_tokens": 2}
+    whole = requests.post(f"{url}/v1/completions", json=request).json()["choices"][0]["text"]
+    streamed = requests.post(f"{url}/v1/completions", json={**request, "stream": True}, stream=True)
+    chunks = _chunks(_sse_events(streamed))
+    assert [c["choices"][0]["finish_reason"] for c in chunks] == [None, None, "length"]
+    assert "".join(c["choices"][0]["text"] for c in chunks) == whole  # deltas, not cumulative
+
+
+def test_an_unknown_model_is_an_openai_404(serve: Serve) -> None:
+    url = serve(QWEN_0523).url
+    response = requests.post(f"{url}/v1/chat/completions", json={"model": "gpt-4", "messages": [{"content": "x"}]})
+    assert response.status_code == 404
+    assert response.json()["object"] == "error"
+    assert "gpt-4" in response.json()["message"]
+
+
+def test_one_connection_serves_requests_and_streams_in_turn(serve: Serve) -> None:
+    server = serve(LLAMA_059)
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    stream = json.dumps({"text": "x", "sampling_params": {"max_new_tokens": 3}, "stream": True})
+    sockets = []
+    try:
+        for method, path, body in [("GET", "/health", None), ("POST", "/generate", stream), ("GET", "/ping", None)]:
+            connection.request(method, path, body=body)
+            sockets.append(connection.sock)
+            response = connection.getresponse()
+            assert response.status == 200
+            response.read()
+        assert len({id(s) for s in sockets}) == 1  # never re-opened: the server kept it alive
+    finally:
+        connection.close()
+
+
+# ---- refusals ------------------------------------------------------------------------
+
+
+def test_unknown_paths_and_wrong_methods(serve: Serve) -> None:
+    url = serve(LLAMA_059).url
+    missing = requests.get(f"{url}/does_not_exist")
+    assert (missing.status_code, missing.json()) == (404, {"detail": "Not Found"})
+    assert requests.delete(f"{url}/generate").status_code == 405
+    assert requests.post(f"{url}/server_info").status_code == 405
+
+
+@pytest.mark.parametrize("path", ["/generate", "/v1/completions", "/v1/chat/completions"])
+def test_malformed_json_is_a_400_with_a_json_error(serve: Serve, path: str) -> None:
+    response = requests.post(f"{serve(LLAMA_059).url}{path}", data="{not json")
+    assert response.status_code == 400
+    assert "not valid JSON" in json.dumps(response.json())
+
+
+@pytest.mark.parametrize("max_new_tokens", [0, -1, 4097, "8", 2.5, True])
+def test_max_new_tokens_must_be_a_positive_int_up_to_4096(serve: Serve, max_new_tokens: object) -> None:
+    url = serve(LLAMA_059).url
+    request = {"text": "hi", "sampling_params": {"max_new_tokens": max_new_tokens}}
+    response = requests.post(f"{url}/generate", json=request)
+    assert response.status_code == 400
+    assert "max_new_tokens" in response.json()["error"]["message"]
+
+
+def test_only_loopback_hosts_are_accepted() -> None:
+    profile = load_profile(LLAMA_059)
+    for host in ("0.0.0.0", "10.1.2.3", "example.com"):
+        with pytest.raises(ValueError, match="loopback"):
+            SimServer(profile, host)
+
+
+# ---- warm-up and the performance model ------------------------------------------------
+
+
+def test_health_is_503_until_ready_after_has_passed(serve: Serve) -> None:
+    started = time.monotonic()
+    url = serve(QWEN_0523, ready_after=0.3).url
+    for path in ("/health", "/health_generate", "/ready"):
+        response = requests.get(f"{url}{path}")
+        assert (response.status_code, response.content) == (503, b""), path
+    while requests.get(f"{url}/health").status_code == 503:
+        assert time.monotonic() - started < 5, "never became healthy"
+        time.sleep(0.02)
+    assert time.monotonic() - started >= 0.3
+    assert requests.get(f"{url}/health_generate").status_code == 200
+
+
+@pytest.fixture
+def capped_profile(tmp_path: Path) -> Profile:
+    """Two running slots and slow decode steps, loaded from a profile JSON file."""
+    base = load_profile(QWEN_0512)
+    data = base.model_dump(mode="json")
+    data["name"] = "capped"
+    data["runtime"]["effective_max_running_requests_per_dp"] = 2
+    data["performance"] = SimPerformance(decode_step_base_ms=40, decode_step_ms_per_request=0).model_dump()
+    path = tmp_path / "capped.json"
+    path.write_text(json.dumps(data))
+    return load_profile(str(path))
+
+
+def test_requests_above_the_cap_queue_and_wait_longer_for_the_first_token(
+    serve: Serve, capped_profile: Profile
+) -> None:
+    url = serve(capped_profile).url
+    # 8 tokens = prefill + 7 decode steps of 40 ms: three waves of two, at least 280 ms apart.
+    request = {"text": "a queued prompt", "sampling_params": {"max_new_tokens": 8}, "stream": True}
+    gate = threading.Barrier(6)
+    ttfts: list[float] = []
+    last_events: list[bytes] = []
+
+    def client() -> None:
+        gate.wait()
+        sent = time.monotonic()
+        with requests.post(f"{url}/generate", json=request, stream=True) as response:
+            lines = (line for line in response.iter_lines() if line)
+            next(lines)
+            ttfts.append(time.monotonic() - sent)
+            last_events.append(list(lines)[-1])  # read to the end, so the request runs to completion
+
+    threads = [threading.Thread(target=client) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    running, waiting = [], []
+    while any(t.is_alive() for t in threads):
+        load = requests.get(f"{url}/v1/loads").json()["loads"][0]
+        running.append(load["num_running_reqs"])
+        waiting.append(load["num_waiting_reqs"])
+        time.sleep(0.01)
+    for thread in threads:
+        thread.join()
+
+    assert last_events == [b"data: [DONE]"] * 6
+    assert max(running) == 2
+    assert max(waiting) >= 2
+    ttfts.sort()
+    assert ttfts[-1] > 0.5  # the last wave waits for two others: 560 ms at least, sleeps never end early
+    assert ttfts[1] < 0.25  # the first wave starts at once (a few ms unless the machine is loaded)
+    assert ttfts[-1] > 2 * ttfts[1]
+    final = requests.get(f"{url}/v1/loads").json()
+    assert final["aggregate"] == {"total_running_reqs": 0, "total_waiting_reqs": 0, "total_reqs": 0}
+
+
+def test_flush_cache_is_refused_while_a_request_runs(serve: Serve, capped_profile: Profile) -> None:
+    url = serve(capped_profile).url
+    request = {"text": "long", "sampling_params": {"max_new_tokens": 12}}
+    worker = threading.Thread(target=requests.post, args=(f"{url}/generate",), kwargs={"json": request})
+    worker.start()
+    _wait_for_running(url, lambda running: running == 1)
+    refused = requests.get(f"{url}/flush_cache")
+    worker.join()
+    assert refused.status_code == 400
+    assert requests.get(f"{url}/flush_cache").status_code == 200
+
+
+def test_a_client_leaving_mid_stream_frees_its_slot(serve: Serve, capped_profile: Profile) -> None:
+    url = serve(capped_profile).url
+    request = {"text": "long", "sampling_params": {"max_new_tokens": 100}, "stream": True}  # 4 s if read to the end
+    with requests.post(f"{url}/generate", json=request, stream=True) as response:
+        next(line for line in response.iter_lines() if line)
+    _wait_for_running(url, lambda running: running == 0)
+
+
+def _wait_for_running(url: str, condition: Callable[[int], bool], timeout: float = 2.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition(requests.get(f"{url}/v1/loads").json()["loads"][0]["num_running_reqs"]):
+        assert time.monotonic() < deadline, "the running count never got there"
+        time.sleep(0.005)
+
+
+def test_stop_is_idempotent_and_frees_the_port() -> None:
+    server = SimServer(load_profile(LLAMA_059)).start()
+    session = requests.Session()
+    assert session.get(f"{server.url}/health").status_code == 200  # a kept-alive connection
+    server.stop()
+    server.stop()
+    with pytest.raises(requests.ConnectionError):
+        session.get(f"{server.url}/health", timeout=2)
+
+
+# ---- python -m pytest_sglang.sim --------------------------------------------------------
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest_sglang.sim", *args],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _first_line(process: subprocess.Popen[str], timeout: float = 10) -> str:
+    assert process.stdout is not None
+    readable, _, _ = select.select([process.stdout], [], [], timeout)
+    assert readable, "the simulator printed nothing"
+    return process.stdout.readline()
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_cli_prints_its_url_serves_and_exits_0_on_a_signal(stop_signal: signal.Signals) -> None:
+    process = _cli("--profile", LLAMA_059, "--port", "0", env={"SGLANG_API_KEY": "from-env"})
+    try:
+        line = _first_line(process)
+        match = re.fullmatch(
+            r"pytest-sglang simulator: llama31-8b-1xh100-0\.5\.9 \(SGLang 0\.5\.9\) "
+            r"listening on (http://127\.0\.0\.1:\d+)\n",
+            line,
+        )
+        assert match, line
+        url = match.group(1)
+        assert requests.get(f"{url}/health", timeout=5).status_code == 200
+        assert requests.get(f"{url}/server_info", timeout=5).status_code == 401
+        authorised = {"Authorization": "Bearer from-env"}
+        assert requests.get(f"{url}/server_info", headers=authorised, timeout=5).status_code == 200
+        process.send_signal(stop_signal)
+        assert process.wait(timeout=10) == 0
+        assert process.stderr is not None and process.stderr.read() == ""
+    finally:
+        process.kill()
+        process.communicate()
+
+
+@pytest.fixture
+def occupied_port() -> Iterator[int]:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        yield held.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--profile", "no-such-profile"], "unknown simulator profile"),
+        (["--profile", LLAMA_059, "--host", "0.0.0.0"], "not a loopback address"),
+        (["--profile", LLAMA_059, "--port", "{occupied}"], "cannot listen on 127.0.0.1"),
+        (["--port", "0"], "--profile"),
+        (["--profile", LLAMA_059, "--port", "many"], "invalid int value"),
+    ],
+    ids=["unknown-profile", "non-loopback-host", "port-in-use", "no-profile", "bad-port"],
+)
+def test_cli_reports_user_errors_on_one_line_with_exit_2(args: list[str], message: str, occupied_port: int) -> None:
+    process = _cli(*(a.format(occupied=occupied_port) for a in args))
+    stdout, stderr = process.communicate(timeout=10)
+    assert process.returncode == 2
+    assert stdout == ""
+    assert len(stderr.splitlines()) == 1 and stderr.startswith("error:"), stderr
+    assert message in stderr
+    assert "Traceback" not in stderr
+
+
+def test_cli_lists_the_bundled_profiles_with_their_descriptions() -> None:
+    stdout, _ = _cli("--list").communicate(timeout=10)
+    lines = stdout.splitlines()
+    assert any(line.startswith(f"{LLAMA_059}  Llama-3.1-8B-Instruct on one H100") for line in lines)
+    assert len(lines) == len(bundled_profiles())
