@@ -41,7 +41,7 @@ def _gpus_check(target: Target, args: tuple[Any, ...]) -> str | None:
     need = _gpus_arg(args)
     eff = target.effective
     if eff.gpu_count is None:
-        return f"requires_gpus({need}): the GPU count of {target.name} is unknown (it reports no tp_size and no GPUs)"
+        return f"requires_gpus({need}): the number of GPUs {target.name} uses is unknown (no GPU facts from the host or the server)"
     if eff.gpu_count >= need:
         return None
     return f"requires_gpus({need}): {target.name} uses {eff.gpu_count} GPU(s) ({eff.source_of('gpu_count')})"

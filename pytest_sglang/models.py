@@ -16,6 +16,9 @@ from . import _reads
 log = logging.getLogger(__name__)
 
 
+_UNRECORDED = frozenset({"target", "provenance"})
+
+
 class _Recorded(BaseModel):
     """Reads of declared fields during a test are recorded, so a failing test can show
     every SGLang value it looked at and where that value came from."""
@@ -33,7 +36,7 @@ class _Recorded(BaseModel):
 
     def __getattribute__(self, name: str) -> Any:
         value = super().__getattribute__(name)
-        if _reads.active is not None and not name.startswith("_") and name in type(self).model_fields:
+        if _reads.active is not None and not name.startswith("_") and name in type(self).model_fields and name not in _UNRECORDED:
             _reads.record(self, name, value)
         return value
 

@@ -1,4 +1,4 @@
-"""Render values for people: report headers and the 'SGLang values read' failure section."""
+"""Render values for people: the 'SGLang values read by this test' failure section."""
 
 from __future__ import annotations
 
@@ -7,26 +7,30 @@ from typing import Any
 from .models import Effective, _Recorded
 
 
-def _short(value: Any, limit: int = 80) -> str:
+def _short(value: Any, limit: int = 100) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def values_read(reads: dict[tuple[int, str], tuple[Any, str, Any]]) -> str:
-    """One line per SGLang value a test read: name, value, where it came from."""
-    rows: list[tuple[str, str, str]] = []
+    """Each SGLang value a test read, grouped by target: name = value, then where it came
+    from and, for effective values, what was requested."""
+    by_target: dict[str, list[str]] = {}
     for obj, name, value in reads.values():
-        if not isinstance(obj, _Recorded) or name == "provenance":
+        if not isinstance(obj, _Recorded):
             continue
-        label = f"{obj._label or type(obj).__name__.lower()}.{name}"
+        lines = [f"  {obj._label or type(obj).__name__}.{name} = {_short(value)}"]
         if isinstance(obj, Effective):
             prov = obj.provenance.get(name)
-            where = prov.describe() if prov else "source unknown"
-        else:
-            where = f"from {obj._origin} {name}" if obj._origin else "source unknown"
-        target = f" [{obj._target}]" if obj._target else ""
-        rows.append((label, _short(value), where + target))
-    if not rows:
-        return ""
-    width = max(len(f"{label} = {value}") for label, value, _ in rows)
-    return "\n".join(f"{f'{label} = {value}':<{width}}  {where}" for label, value, where in rows)
+            if prov is None:
+                lines.append("      source unknown")
+            else:
+                lines.append(f"      from {prov.source}")
+                if prov.requested_source is not None:
+                    lines.append(f"      requested {_short(prov.requested)}: {prov.requested_source}")
+                if prov.note:
+                    lines.append(f"      {prov.note}")
+        elif obj._origin:
+            lines.append(f"      from {obj._origin} {name}")
+        by_target.setdefault(obj._target or "target", []).extend(lines)
+    return "\n".join(f"{target}\n" + "\n".join(lines) for target, lines in by_target.items())

@@ -176,8 +176,12 @@ def test_a_failed_assertion_shows_each_value_read_and_its_source(pytester, sglan
         [
             "*assert 2048 >= 4096*",
             "*SGLang values read by this test*",
-            "server_args.tp_size = 1 * from /server_info tp_size*",
-            "effective.max_running_requests = 2048 * from /server_info internal_states[[]0[]].effective_max_running_requests_per_dp; requested None*",
+            sglang_server.url,
+            "  server_args.tp_size = 1",
+            "      from /server_info tp_size",
+            "  effective.max_running_requests = 2048",
+            "      from /server_info internal_states[[]0[]].effective_max_running_requests_per_dp",
+            "      requested None: /server_info max_running_requests*",
         ]
     )
 
