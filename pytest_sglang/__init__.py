@@ -1,36 +1,62 @@
-"""pytest-sglang: assert on what an SGLang server actually runs, not what it was asked to run."""
+"""pytest-sglang: assert on what an SGLang server actually runs, not what it was asked to run.
 
-from .errors import AuthError, NotReadyError, ParseError, SGLangError, SpecError, TargetError
-from .facts import Facts
-from .models import Effective, ModelInfo, Provenance, ServerArgs
-from .normalise import Snapshot, normalise
-from .parse import CapacityLine, StartupLine, parse_capacity_line, parse_startup_line
-from .spec import HostSpec, parse_spec
-from .target import Target, TargetOptions, connect
+Names are imported on first use, so the pytest plugin costs almost nothing in a pytest run
+that does not talk to SGLang.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AuthError",
-    "CapacityLine",
-    "Effective",
-    "Facts",
-    "HostSpec",
-    "ModelInfo",
-    "NotReadyError",
-    "ParseError",
-    "Provenance",
-    "SGLangError",
-    "ServerArgs",
-    "Snapshot",
-    "SpecError",
-    "StartupLine",
-    "Target",
-    "TargetError",
-    "TargetOptions",
-    "connect",
-    "normalise",
-    "parse_capacity_line",
-    "parse_spec",
-    "parse_startup_line",
-]
+_EXPORTS = {
+    "AuthError": "errors",
+    "NotReadyError": "errors",
+    "ParseError": "errors",
+    "SGLangError": "errors",
+    "SpecError": "errors",
+    "TargetError": "errors",
+    "Facts": "facts",
+    "Effective": "models",
+    "ModelInfo": "models",
+    "Provenance": "models",
+    "ServerArgs": "models",
+    "Snapshot": "normaliser",
+    "normalise": "normaliser",
+    "CapacityLine": "parse",
+    "StartupLine": "parse",
+    "parse_capacity_line": "parse",
+    "parse_startup_line": "parse",
+    "HostSpec": "spec",
+    "parse_spec": "spec",
+    "Target": "target",
+    "TargetOptions": "target",
+    "connect": "target",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_sglang' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)
+
+
+if TYPE_CHECKING:
+    from .errors import AuthError, NotReadyError, ParseError, SGLangError, SpecError, TargetError
+    from .facts import Facts
+    from .models import Effective, ModelInfo, Provenance, ServerArgs
+    from .normaliser import Snapshot, normalise
+    from .parse import CapacityLine, StartupLine, parse_capacity_line, parse_startup_line
+    from .spec import HostSpec, parse_spec
+    from .target import Target, TargetOptions, connect

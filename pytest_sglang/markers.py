@@ -4,13 +4,15 @@ that names the host and the value found."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _reads
 from .errors import SpecError
 from .gpu import capability_string, parse_sm_spec
-from .target import Target
 from .versions import parse_version, version_spec
+
+if TYPE_CHECKING:
+    from .target import Target
 
 HOW_TO_GIVE_SM = "pass --sglang-sm=SM (e.g. --sglang-sm=120) or the sglang_sm ini key"
 

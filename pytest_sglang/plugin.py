@@ -5,7 +5,7 @@ Everything it hands to tests comes from the library (:class:`pytest_sglang.targe
 from __future__ import annotations
 
 import os
-from typing import Any, Generator, Iterator
+from typing import TYPE_CHECKING, Any, Generator, Iterator
 
 import pytest
 
@@ -13,10 +13,11 @@ from . import _reads
 from .errors import SGLangError, SpecError
 from .gpu import sm_from_capability
 from .markers import MARKERS, unmet
-from .models import Effective, ModelInfo, ServerArgs
-from .render import values_read
 from .spec import HostSpec, parse_spec
-from .target import Target, TargetOptions
+
+if TYPE_CHECKING:  # the models and the HTTP stack load only when a test needs a target
+    from .models import Effective, ModelInfo, ServerArgs
+    from .target import Target, TargetOptions
 
 HOST_FIXTURES = frozenset({"sglang", "server_args", "effective", "model_info"})
 NO_HOST_REASON = (
@@ -114,6 +115,8 @@ class SGLangPlugin:
             sm = sm_from_capability(sm_text) if sm_text else None
         except SpecError as exc:
             raise pytest.UsageError(f"--sglang-sm: {exc}") from None
+        from .target import TargetOptions
+
         self.options = TargetOptions(
             api_key=_option(config, "sglang_api_key", "SGLANG_API_KEY"),
             timeout=_number(_option(config, "sglang_timeout"), "--sglang-timeout", 10.0) or 10.0,
@@ -124,6 +127,8 @@ class SGLangPlugin:
 
     def target(self, spec: HostSpec) -> Target:
         """The target for a spec, opened once per session; a failure is kept and re-raised."""
+        from .target import Target
+
         found = self._targets.get(spec.display)
         if found is None:
             try:
@@ -171,14 +176,17 @@ class SGLangPlugin:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
         outcome = yield
         report = outcome.get_result()
-        if report.when == "call" and report.failed:
-            text = values_read(item.stash.get(READS, {}))
+        reads = item.stash.get(READS, None)
+        if report.when == "call" and report.failed and reads:
+            from .render import values_read
+
+            text = values_read(reads)
             if text:
                 report.sections.append(("SGLang values read by this test", text))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         for found in self._targets.values():
-            if isinstance(found, Target):
+            if not isinstance(found, SGLangError):
                 found.close()
         self._targets.clear()
 

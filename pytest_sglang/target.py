@@ -19,7 +19,7 @@ from .collect.http import HttpClient, collect_http
 from .errors import SpecError
 from .facts import Facts, GpuFact, HostFacts
 from .models import Effective, ModelInfo, ServerArgs
-from .normalise import Snapshot, normalise
+from .normaliser import Snapshot, normalise
 from .spec import HostSpec, parse_spec
 
 
