@@ -22,7 +22,7 @@ def corpus_text(path: Path) -> str:
 def corpus_files(folder: str) -> list[Path]:
     files = sorted((CORPUS / folder).glob("*.txt"))
     if not files:
-        pytest.skip(f"shared corpus not found at {CORPUS / folder}")
+        pytest.skip(f"shared corpus not found at {CORPUS / folder}", allow_module_level=True)
     return files
 
 
