@@ -26,19 +26,26 @@ def corpus_files(folder: str) -> list[Path]:
     return files
 
 
+def artefact(name: str) -> str:
+    path = ARTEFACTS / name
+    if not path.exists():
+        pytest.skip(f"shared artefact not found: {path}")
+    return path.read_text()
+
+
 @pytest.fixture(scope="session")
 def real_server_info() -> dict:
-    return json.loads((ARTEFACTS / "server_info.json").read_text())
+    return json.loads(artefact("server_info.json"))
 
 
 @pytest.fixture(scope="session")
 def real_model_info() -> dict:
-    return json.loads((ARTEFACTS / "model_info.json").read_text())
+    return json.loads(artefact("model_info.json"))
 
 
 @pytest.fixture(scope="session")
 def real_log() -> str:
-    return (ARTEFACTS / "server.log").read_text()
+    return artefact("server.log")
 
 
 # ---- a canned HTTP server: plays back fixed answers, for the ways a target can be wrong ------

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import ARTEFACTS
+from conftest import artefact
 from pytest_sglang import Facts, ServerArgs, normalise
 from pytest_sglang.facts import Endpoint, GpuFact, HostFacts
 from pytest_sglang.redact import redact_mapping
@@ -69,7 +69,7 @@ def test_server_args_hold_every_reported_field(real_server_info):
 
 
 def test_the_resolved_dict_of_0523_is_a_complete_server_args():
-    data = json.loads((ARTEFACTS / "example_resolved_dict.json").read_text())
+    data = json.loads(artefact("example_resolved_dict.json"))
     args = ServerArgs.from_mapping(data)
     assert len(args) == len(data) == 546
     assert all(args[k] == v or k.startswith("_") or isinstance(v, dict) for k, v in data.items())
