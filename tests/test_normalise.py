@@ -170,3 +170,14 @@ def test_secrets_are_redacted_before_anything_reads_them(real_server_info):
         assert secret not in dumped
     assert snap.server_args.api_key == "<redacted>"
     assert snap.launch_command == "--model-path m --api-key <redacted> --admin-api-key=<redacted>"
+
+
+def test_the_real_tp4_qwen3_moe_server_normalises(real_model_info):
+    from conftest import artefact
+
+    info = json.loads(artefact("server_info_qwen3moe_tp4.json"))
+    e = normalise(facts_of(info)).effective
+    assert e.tp_size == 4
+    assert e.gpu_count is None  # a CPU server: no GPUs to count
+    assert e.max_running_requests == info["internal_states"][0]["effective_max_running_requests_per_dp"]
+    assert e.decode_cuda_graph_max_bs == info["cuda_graph_config"]["decode"]["max_bs"]

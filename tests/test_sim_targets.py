@@ -182,3 +182,33 @@ def test_api_key_enforcement_against_the_simulator(pytester, args, outcome, mess
         result.stdout.fnmatch_lines([f"*{message}*"])
     out = result.stdout.str()
     assert "sk-sim-RIGHT" not in out and "sk-WRONG-1" not in out
+
+
+def test_the_simulators_generate_answer_has_the_real_servers_shape():
+    import json
+
+    from conftest import artefact
+    from pytest_sglang import connect
+
+    real = json.loads(artefact("generate_response.json").split("\nhttp=")[0])
+    with connect(NEW) as target:
+        answer = target.client.post("/generate", json={"text": "hello there", "sampling_params": {"max_new_tokens": 16}}).json()
+    assert set(answer) == set(real)
+    essential = {"id", "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "weight_version", "e2e_latency"}
+    assert essential <= set(answer["meta_info"]) & set(real["meta_info"])
+    assert answer["meta_info"]["finish_reason"] == {"type": "length", "length": 16}
+    assert len(answer["output_ids"]) == 16
+
+
+def test_under_xdist_each_worker_reads_its_own_target(pytester):
+    pytest.importorskip("xdist")
+    pytester.makepyfile(
+        """
+        import os, pytest
+        @pytest.mark.parametrize("i", range(6))
+        def test_capacity(i, effective):
+            assert effective.max_running_requests == 26
+        """
+    )
+    result = pytester.runpytest_subprocess("--sglang-host", CANDIDATE, "-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=6)
