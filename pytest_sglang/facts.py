@@ -23,6 +23,26 @@ ENDPOINTS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Keys /server_info puts next to the server arguments: scheduler info and bookkeeping
+# (0.5.13+ kv_events, 0.5.18+ startup_time, 0.5.20+ launch_command, 0.5.22+ frontend).
+SERVER_INFO_EXTRA_KEYS = frozenset(
+    {
+        "status",
+        "max_total_num_tokens",
+        "max_req_input_len",
+        "internal_states",
+        "version",
+        "kv_events",
+        "startup_time",
+        "launch_command",
+        "frontend",
+        "scheduler_pids",
+        "hicache_object_layout",
+        "kv_event_sources",
+    }
+)
+
+
 class Endpoint(BaseModel):
     """One HTTP read: which path answered, its status and its (JSON or text) body."""
 

@@ -7,29 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _reads, knowledge
-from .facts import Facts
+from .facts import SERVER_INFO_EXTRA_KEYS, Facts
 from .gpu import sm_from_capability, sm_from_name
 from .models import Effective, ModelInfo, Provenance, ServerArgs
 from .parse import CapacityLine, parse_capacity_line, parse_startup_line
 from .errors import ParseError
 
-# Keys /server_info adds next to the arguments (scheduler info and bookkeeping).
-NON_ARG_KEYS = frozenset(
-    {
-        "status",
-        "max_total_num_tokens",
-        "max_req_input_len",
-        "internal_states",
-        "version",
-        "kv_events",
-        "startup_time",
-        "launch_command",
-        "frontend",
-        "scheduler_pids",
-        "hicache_object_layout",
-        "kv_event_sources",
-    }
-)
 SI = "/server_info"
 
 
@@ -95,7 +78,7 @@ def _normalise(facts: Facts) -> Snapshot:
 
     # server_args: /server_info, else the start-up line from the host's log.
     args_source = where_si
-    arg_fields = {k: v for k, v in info.items() if k not in NON_ARG_KEYS}
+    arg_fields = {k: v for k, v in info.items() if k not in SERVER_INFO_EXTRA_KEYS}
     log_lines = host.log_lines if host else []
     if not arg_fields and log_lines:
         for line in log_lines:

@@ -538,3 +538,15 @@ def test_cli_lists_the_bundled_profiles_with_their_descriptions() -> None:
     lines = stdout.splitlines()
     assert any(line.startswith(f"{LLAMA_059}  Llama-3.1-8B-Instruct on one H100") for line in lines)
     assert len(lines) == len(bundled_profiles())
+
+
+def test_the_0523_profile_answers_with_the_real_servers_keys():
+    """The simulator's 0.5.23 /server_info has exactly the keys a real 0.5.23 server returned."""
+    real_path = Path(__file__).resolve().parents[2] / "shared" / "artefacts" / "sglang-0.5.23-cpu" / "server_info.json"
+    if not real_path.exists():
+        pytest.skip(f"shared artefact not found: {real_path}")
+    real = json.loads(real_path.read_text())
+    sim = load_profile("qwen35-122b-a10b-4xrtx6000-0.5.23").server_info()
+    assert set(sim) == set(real)
+    assert set(sim["internal_states"][0]) == set(real["internal_states"][0])
+    assert set(sim["internal_states"][0]["memory_usage"]) == set(real["internal_states"][0]["memory_usage"])

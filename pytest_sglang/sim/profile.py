@@ -20,9 +20,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import SpecError
+from ..facts import SERVER_INFO_EXTRA_KEYS
 from ..versions import parse_version
 from packaging.version import Version
 
+
+_STARTUP_TIME = {"load_weight": 41.2, "kv_cache_allocation": 2.1, "scheduler_e2e": 63.5}
 
 # The SGLang release that first had each feature the simulator varies by version.
 _SINCE = {
@@ -126,7 +129,7 @@ class Profile(BaseModel):
     def args(self) -> dict[str, Any]:
         tmpl = self._template
         if "server_info" in tmpl:
-            base = {k: v for k, v in tmpl["server_info"].items() if k not in _SCHEDULER_KEYS}
+            base = {k: v for k, v in tmpl["server_info"].items() if k not in SERVER_INFO_EXTRA_KEYS}
         else:
             base = dict(tmpl["server_args"])
         base = copy.deepcopy(base)
@@ -168,6 +171,13 @@ class Profile(BaseModel):
             memory["token_capacity_swa"] = None
             memory["graph"] = {"prefill": 0.0, "decode": rt.graph_gb}
             state["world_size"] = (args.get("tp_size") or 1) * (args.get("pp_size") or 1)
+            # The scheduler's copy drops the Engine-only callable; it adds its graph facts.
+            state.pop("custom_sigquit_handler", None)
+            decode = (args.get("cuda_graph_config") or {}).get("decode") or {}
+            state["decode_cuda_graph_bs"] = list(decode.get("bs") or []) if decode.get("backend") != "disabled" else []
+            state["decode_cuda_graph_memory_gb"] = rt.graph_gb
+        if self.has("startup_time"):
+            state["startup_time"] = _STARTUP_TIME
         state["last_gen_throughput"] = gen_throughput
         state["memory_usage"] = memory
         if self.has("effective_mrr"):
@@ -182,8 +192,10 @@ class Profile(BaseModel):
                 "max_req_input_len": rt.max_req_input_len or self.model.context_len - 6,
             }
         )
+        if self.has("resolved_dict") and "hicache_object_layout" in self._template.get("server_info", {}):
+            body["hicache_object_layout"] = self._template["server_info"]["hicache_object_layout"]
         if self.has("startup_time"):
-            body["startup_time"] = {"load_weight": 1.0, "kv_cache_allocation": 1.0, "scheduler_e2e": 5.0}
+            body["startup_time"] = _STARTUP_TIME
         if self.has("kv_events"):
             body["kv_events"] = None
         body["internal_states"] = [state]
@@ -280,20 +292,6 @@ class Profile(BaseModel):
             }
         return body
 
-
-_SCHEDULER_KEYS = frozenset(
-    {
-        "status",
-        "max_total_num_tokens",
-        "max_req_input_len",
-        "internal_states",
-        "version",
-        "kv_events",
-        "startup_time",
-        "launch_command",
-        "frontend",
-    }
-)
 
 
 def _argv_of(command: str | None) -> str | None:
