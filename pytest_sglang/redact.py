@@ -25,21 +25,17 @@ SECRET_KEYS = frozenset(
         "hf_token",
     }
 )
-# Any key whose name says it is a secret, e.g. a future ``foo_api_key`` or ``bar_token``.
-_SECRET_NAME = re.compile(r"(^|_)(api_key|password|passwd|secret|token|watermark_key)(_|$)", re.I)
-# Fields that are *counts* or *sizes* of tokens, not credentials.
-_NOT_SECRET = re.compile(r"(tokens?_(num|len|size|ids?|usage|capacity|budget)|num_.*tokens?|max_.*tokens?|_tokens$)", re.I)
+# A future field whose name ends like a credential (``foo_api_key``, ``bar_password``,
+# ``hub_access_token``). Not every "token" is one: SGLang has dozens of token counts and
+# ``speculative_token_map``, ``bucket_time_to_first_token``, ``tbo_token_distribution_threshold``.
+_SECRET_NAME = re.compile(r"(^|_)(api_key|password|passwd|secret|access_token|auth_token|hf_token|watermark_key)$", re.I)
 
 _FLAG_SECRET = re.compile(r"^--?(?:[\w-]*-)?(api-key|admin-api-key|ssl-keyfile-password|password|token|secret|watermark-key(?:-b)?|watermark-config|hf-token)$", re.I)
 _ENV_SECRET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:API_KEY|TOKEN|PASSWORD|SECRET)[A-Za-z0-9_]*)=", re.I)
 
 
 def is_secret_key(key: str) -> bool:
-    if key in SECRET_KEYS:
-        return True
-    if _NOT_SECRET.search(key):
-        return False
-    return bool(_SECRET_NAME.search(key))
+    return key in SECRET_KEYS or bool(_SECRET_NAME.search(key))
 
 
 def redact_value(key: str, value: Any) -> Any:

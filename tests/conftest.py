@@ -14,6 +14,14 @@ CORPUS = SHARED / "corpus"
 ARTEFACTS = SHARED / "artefacts" / "sglang-0.5.23-cpu"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--real-sglang",
+        action="store_true",
+        help="also run the tier against real SGLang 0.5.23 servers on CPU (installs SGLang once, ~2.6 GB)",
+    )
+
+
 def corpus_text(path: Path) -> str:
     """A corpus file without its three header lines."""
     return path.read_text(encoding="utf-8", errors="replace").split("\n", 3)[3]

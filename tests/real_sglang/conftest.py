@@ -1,0 +1,64 @@
+"""The real-SGLang tier: real SGLang 0.5.23 servers on CPU, started once per session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+
+API_KEY = "sk-real-LAUNCHKEY-7781"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--real-sglang"):
+        return
+    skip = pytest.mark.skip(reason="real SGLang tier: run with --real-sglang (installs SGLang 0.5.23 for CPU once)")
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if here in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def sglang_python() -> Path:
+    try:
+        return harness.ensure_environment()
+    except harness.HarnessError as exc:
+        pytest.fail(f"cannot install SGLang {harness.SGLANG_VERSION} for CPU: {exc}", pytrace=False)
+
+
+def _serve(name: str, kind: str, tmp_path_factory: pytest.TempPathFactory, sglang_python: Path, **kw):  # type: ignore[no-untyped-def]
+    model = harness.ensure_model(kind)
+    server = harness.launch(name, model, log_dir=tmp_path_factory.mktemp("logs"), **kw)
+    try:
+        harness.wait_ready(server)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+@pytest.fixture(scope="session")
+def real_llama(tmp_path_factory, sglang_python):  # type: ignore[no-untyped-def]
+    server = _serve("llama-tp1", "llama", tmp_path_factory, sglang_python)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def real_llama_with_key(tmp_path_factory, sglang_python):  # type: ignore[no-untyped-def]
+    server = _serve("llama-tp1-key", "llama", tmp_path_factory, sglang_python, api_key=API_KEY)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def real_qwen_moe_tp2(tmp_path_factory, sglang_python):  # type: ignore[no-untyped-def]
+    server = _serve("qwen3moe-tp2", "qwen3moe", tmp_path_factory, sglang_python, tp=2)
+    yield server
+    server.stop()
