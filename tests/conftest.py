@@ -4,14 +4,9 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-CORPUS = SHARED / "corpus"
-ARTEFACTS = SHARED / "artefacts" / "sglang-0.5.23-cpu"
+from support import artefact
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -20,25 +15,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="also run the tier against real SGLang 0.5.23 servers on CPU (installs SGLang once, ~2.6 GB)",
     )
-
-
-def corpus_text(path: Path) -> str:
-    """A corpus file without its three header lines."""
-    return path.read_text(encoding="utf-8", errors="replace").split("\n", 3)[3]
-
-
-def corpus_files(folder: str) -> list[Path]:
-    files = sorted((CORPUS / folder).glob("*.txt"))
-    if not files:
-        pytest.skip(f"shared corpus not found at {CORPUS / folder}", allow_module_level=True)
-    return files
-
-
-def artefact(name: str) -> str:
-    path = ARTEFACTS / name
-    if not path.exists():
-        pytest.skip(f"shared artefact not found: {path}")
-    return path.read_text()
 
 
 @pytest.fixture(scope="session")

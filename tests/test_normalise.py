@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import artefact
+from support import artefact
 from pytest_sglang import Facts, ServerArgs, normalise
 from pytest_sglang.facts import Endpoint, GpuFact, HostFacts
 from pytest_sglang.redact import redact_mapping
@@ -173,7 +173,7 @@ def test_secrets_are_redacted_before_anything_reads_them(real_server_info):
 
 
 def test_the_real_tp4_qwen3_moe_server_normalises(real_model_info):
-    from conftest import artefact
+    from support import artefact
 
     info = json.loads(artefact("server_info_qwen3moe_tp4.json"))
     e = normalise(facts_of(info)).effective

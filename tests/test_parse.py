@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import corpus_files, corpus_text
+from support import corpus_files, corpus_text
 from pytest_sglang import ParseError, parse_capacity_line, parse_startup_line
 from pytest_sglang.parse import RawValue
 

@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import requests
 
+from support import artefact
+
 from pytest_sglang.sim.profile import Profile, SimPerformance, bundled_profiles, load_profile
 from pytest_sglang.sim.server import FLUSH_CACHE_TEXT, SimServer
 
@@ -542,10 +544,7 @@ def test_cli_lists_the_bundled_profiles_with_their_descriptions() -> None:
 
 def test_the_0523_profile_answers_with_the_real_servers_keys():
     """The simulator's 0.5.23 /server_info has exactly the keys a real 0.5.23 server returned."""
-    real_path = Path(__file__).resolve().parents[2] / "shared" / "artefacts" / "sglang-0.5.23-cpu" / "server_info.json"
-    if not real_path.exists():
-        pytest.skip(f"shared artefact not found: {real_path}")
-    real = json.loads(real_path.read_text())
+    real = json.loads(artefact("server_info.json"))
     sim = load_profile("qwen35-122b-a10b-4xrtx6000-0.5.23").server_info()
     assert set(sim) == set(real)
     assert set(sim["internal_states"][0]) == set(real["internal_states"][0])

@@ -7,7 +7,7 @@ import shutil
 import pytest
 import requests
 
-from conftest import ROOT
+from support import ROOT
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
@@ -187,7 +187,7 @@ def test_api_key_enforcement_against_the_simulator(pytester, args, outcome, mess
 def test_the_simulators_generate_answer_has_the_real_servers_shape():
     import json
 
-    from conftest import artefact
+    from support import artefact
     from pytest_sglang import connect
 
     real = json.loads(artefact("generate_response.json").split("\nhttp=")[0])

@@ -24,6 +24,8 @@ SGLANG_VERSION = "0.5.23"
 CACHE = Path(os.environ.get("PYTEST_SGLANG_REAL_CACHE", Path.home() / ".cache" / "pytest-sglang"))
 VENV = Path(os.environ.get("PYTEST_SGLANG_REAL_VENV", CACHE / f"sglang-{SGLANG_VERSION}"))
 MODELS = CACHE / "models"
+# The key the api-key case launches with; the tests prove it never reaches the plugin's output.
+API_KEY = "sk-real-LAUNCHKEY-7781"
 
 PINS = ["torch==2.13.0", "torchvision==0.28.0"]
 RUNTIME = [

@@ -7,7 +7,7 @@ import shutil
 import pytest
 import requests
 
-from conftest import API_KEY
+from harness import API_KEY
 from pytest_sglang import connect, parse_capacity_line, parse_startup_line
 from pytest_sglang.facts import SERVER_INFO_EXTRA_KEYS
 
