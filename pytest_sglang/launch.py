@@ -1,0 +1,331 @@
+"""The launch command: what was *requested*, read with SGLang's own flag table.
+
+Accepts a shell command line (``python -m sglang.launch_server ...``, ``sglang serve ...``,
+environment prefixes, backslash continuations, a markdown fence), a systemd unit (its
+``ExecStart=`` and ``Environment=``), ``/server_info.launch_command`` (argv without the
+entry point) or an argv list. Flags are matched as argparse does: exact spellings, aliases
+(``--tp-size``/``--tensor-parallel-size``), and unambiguous prefixes (``--tp``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Callable, Mapping, Sequence
+
+from .redact import REDACTED, is_secret_key, redact_command
+from .versions import parse_version
+
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_NEGATIVE_NUMBER = re.compile(r"^-\d+(\.\d+)?$")
+_TABLES = {"0.5.23": "sglang-cli-0.5.23.json"}
+
+
+@dataclass(frozen=True)
+class FlagTable:
+    """SGLang's argparse table for one version (generated from the real package)."""
+
+    sglang_version: str
+    fields: dict[str, dict[str, Any]]
+    by_flag: dict[str, str]
+
+    def lookup(self, flag: str) -> tuple[str | None, str | None]:
+        """(field, problem): exact spelling, else a unique prefix, as argparse matches."""
+        if flag in self.by_flag:
+            return self.by_flag[flag], None
+        matches = sorted(f for f in self.by_flag if f.startswith(flag))
+        if len(matches) == 1:
+            return self.by_flag[matches[0]], None
+        if len(matches) > 1:
+            shown = ", ".join(matches[:4]) + (", ..." if len(matches) > 4 else "")
+            return None, f"{flag} is ambiguous in SGLang {self.sglang_version} (could be {shown}): SGLang refuses to start"
+        return None, None
+
+
+@lru_cache(maxsize=None)
+def flag_table(sglang_version: str | None = None) -> FlagTable:
+    """The table of the given version, or of the nearest version we have one for."""
+    name = _TABLES[_nearest_table(sglang_version)]
+    data = json.loads(resources.files("pytest_sglang").joinpath("knowledge_data").joinpath(name).read_text())
+    by_flag = {flag: dest for dest, entry in data["fields"].items() for flag in entry["flags"]}
+    return FlagTable(sglang_version=data["sglang_version"], fields=data["fields"], by_flag=by_flag)
+
+
+def _nearest_table(version: str | None) -> str:
+    wanted = parse_version(version)
+    known = sorted(_TABLES, key=lambda v: parse_version(v))  # type: ignore[arg-type,return-value]
+    if wanted is None:
+        return known[-1]
+    older = [v for v in known if parse_version(v) <= wanted]  # type: ignore[operator]
+    return older[-1] if older else known[0]
+
+
+@dataclass
+class LaunchCommand:
+    """A parsed launch command. ``requested`` maps ServerArgs field names to typed values,
+    exactly those the command (and its ``--config`` file) set; secrets are redacted."""
+
+    text: str
+    entrypoint: str | None
+    env: dict[str, str]
+    argv: list[str]
+    requested: dict[str, Any]
+    spelled: dict[str, str] = field(default_factory=dict)
+    unknown: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    config_file: str | None = None
+    flag_table_version: str = ""
+
+    def __getitem__(self, name: str) -> Any:
+        return self.requested[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.requested.get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.requested
+
+
+def split_command(text: str) -> tuple[list[str], dict[str, str], list[str]]:
+    """Words of a command line (or a systemd unit), its environment, and problems found."""
+    problems: list[str] = []
+    env: dict[str, str] = {}
+    if re.search(r"^\s*ExecStart\s*=", text, re.M):
+        text, env = _from_systemd_unit(text, problems)
+    text = text.replace("```", " ")
+    text = re.sub(r"\\\r?\n", " ", text)
+    try:
+        words = shlex.split(text, comments=False, posix=True)
+    except ValueError as exc:
+        problems.append(f"the command line has {exc} (unbalanced quotes?); read it word by word")
+        words = text.split()
+    # Leading VAR=value words and an 'env' prefix are the process environment.
+    while words and (words[0] == "env" or _ENV_ASSIGNMENT.match(words[0])):
+        word = words.pop(0)
+        if word != "env":
+            name, _, value = word.partition("=")
+            env[name] = value
+    return words, env, problems
+
+
+def _from_systemd_unit(text: str, problems: list[str]) -> tuple[str, dict[str, str]]:
+    env: dict[str, str] = {}
+    joined = re.sub(r"\\\r?\n", " ", text)
+    exec_start = ""
+    for line in joined.splitlines():
+        key, _, value = line.strip().partition("=")
+        key = key.strip()
+        if key == "ExecStart":
+            exec_start = value.strip().lstrip("@-:+!")
+        elif key == "Environment":
+            for item in shlex.split(value):
+                name, eq, val = item.partition("=")
+                if eq:
+                    env[name] = val
+    if not exec_start:
+        problems.append("the unit has no ExecStart= line")
+    return exec_start, env
+
+
+def _entrypoint(words: list[str]) -> tuple[str | None, list[str], list[str]]:
+    """(entry point, the arguments after it, problems)."""
+    for i, word in enumerate(words):
+        if word == "-m" and i + 1 < len(words) and words[i + 1] in ("sglang.launch_server", "sglang.serve"):
+            return f"python -m {words[i + 1]}", words[i + 2 :], []
+        if word.endswith("sglang/launch_server.py"):
+            return "launch_server.py", words[i + 1 :], []
+        if (word == "sglang" or word.endswith("/sglang")) and i + 1 < len(words) and words[i + 1] == "serve":
+            return "sglang serve", words[i + 2 :], []
+    if words and words[0].startswith("-"):
+        return None, words, []  # already the arguments (e.g. /server_info launch_command)
+    return None, words, ["no 'python -m sglang.launch_server' or 'sglang serve' found; read every flag anyway"]
+
+
+def parse_launch_command(
+    command: str | Sequence[str],
+    *,
+    sglang_version: str | None = None,
+    config_loader: Callable[[str], Mapping[str, Any]] | None = None,
+) -> LaunchCommand:
+    """Parse a launch command into the fields it requests, with SGLang's flag table.
+
+    ``config_loader(path)`` returns the mapping of a ``--config`` YAML file (the caller knows
+    where it lives: locally, or on the host over SSH); without it the file is only named.
+    """
+    if isinstance(command, str):
+        words, env, problems = split_command(command)
+        text = command
+    else:
+        words, env, problems = list(command), {}, []
+        text = shlex.join(words)
+    entrypoint, argv, more = _entrypoint(words)
+    problems += more
+    table = flag_table(sglang_version)
+    result = LaunchCommand(
+        text=redact_command(" ".join(text.split())),
+        entrypoint=entrypoint,
+        env={k: (REDACTED if is_secret_key(k.lower()) or "TOKEN" in k or "KEY" in k else v) for k, v in env.items()},
+        argv=redact_command(shlex.join(argv)).split(" ") if argv else [],
+        requested={},
+        problems=problems,
+        flag_table_version=table.sglang_version,
+    )
+    config_path = _config_path(argv)
+    if config_path is not None:
+        result.config_file = config_path
+        if config_loader is not None:
+            _apply(result, table, _config_words(config_loader(config_path), table, result), from_config=True)
+        else:
+            result.problems.append(f"--config {config_path}: the file was not read; values it sets are missing here")
+    _apply(result, table, argv, from_config=False)
+    for name in list(result.requested):
+        if is_secret_key(name) and result.requested[name] not in (None, False, ""):
+            result.requested[name] = REDACTED
+    return result
+
+
+def _config_path(argv: list[str]) -> str | None:
+    for i, word in enumerate(argv):
+        if word == "--config" and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith("--config="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def _config_words(config: Mapping[str, Any], table: FlagTable, result: LaunchCommand) -> list[str]:
+    """A --config mapping as the flags SGLang makes of it (0.5.23 ``ConfigArgumentMerger``):
+    ``--<key>`` exactly as the key is written, so ``chunked_prefill_size:`` is not a flag;
+    store-true keys appear only when true; other booleans as ``true``/``false``; lists
+    expand; mappings become JSON."""
+    store_true = {
+        name
+        for dest, entry in table.fields.items()
+        if entry["kind"] == "store_true"
+        for name in [dest, *(f[2:].replace("-", "_") for f in entry["flags"] if f.startswith("--"))]
+    }
+    words: list[str] = []
+    for key, value in config.items():
+        flag = f"--{key}"
+        if isinstance(value, bool):
+            if str(key).replace("-", "_") in store_true:
+                words += [flag] if value else []
+            else:
+                words += [flag, str(value).lower()]
+        elif isinstance(value, list):
+            words += [flag, *(str(v) for v in value)] if value else []
+        elif isinstance(value, dict):
+            words += [flag, json.dumps(value)]
+        else:
+            words += [flag, str(value)]
+    return words
+
+
+def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_config: bool) -> None:
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        i += 1
+        if not word.startswith("-") or _NEGATIVE_NUMBER.match(word):
+            result.problems.append(f"stray word {word!r} (not a flag's value)")
+            continue
+        flag, eq, inline = word.partition("=")
+        if flag == "--config":
+            i += 0 if eq else 1
+            continue
+        dest, problem = table.lookup(flag)
+        if problem:
+            result.problems.append(problem)
+        if dest is None:
+            values, i = _values(argv, i, inline if eq else None, nargs="*")
+            result.unknown[flag] = _guess(values)
+            if not problem:
+                result.problems.append(f"{flag} is not a flag of SGLang {table.sglang_version}")
+            continue
+        entry = table.fields[dest]
+        kind = entry["kind"]
+        if kind in ("store_true", "store_false", "store_const", "boolean_optional"):
+            value: Any
+            if kind == "boolean_optional":
+                value = not _is_negative_form(flag, entry["flags"])
+            else:
+                value = {"store_true": True, "store_false": False}.get(kind, entry.get("const"))
+            if eq:
+                result.problems.append(f"{flag} takes no value (got {inline!r})")
+        else:
+            values, i = _values(argv, i, inline if eq else None, nargs=entry.get("nargs"))
+            value = _convert(values, entry, flag, result, many=entry.get("nargs") in ("+", "*"))
+        result.requested[dest] = value
+        result.spelled[dest] = flag if not from_config else f"--config {result.config_file}"
+
+
+def _is_negative_form(flag: str, flags: list[str]) -> bool:
+    full = flag if flag in flags else next((f for f in flags if f.startswith(flag)), flag)
+    return full.startswith("--no-")
+
+
+def _values(argv: list[str], i: int, inline: str | None, *, nargs: Any) -> tuple[list[str], int]:
+    if inline is not None:
+        return [inline], i
+    if nargs in ("+", "*"):
+        values = []
+        while i < len(argv) and (not argv[i].startswith("-") or _NEGATIVE_NUMBER.match(argv[i])):
+            values.append(argv[i])
+            i += 1
+        return values, i
+    if nargs == "?":
+        if i < len(argv) and (not argv[i].startswith("-") or _NEGATIVE_NUMBER.match(argv[i])):
+            return [argv[i]], i + 1
+        return [], i
+    if i < len(argv):
+        return [argv[i]], i + 1
+    return [], i
+
+
+def _convert(values: list[str], entry: dict[str, Any], flag: str, result: LaunchCommand, *, many: bool) -> Any:
+    if not values and entry.get("nargs") not in ("*", "?"):
+        result.problems.append(f"{flag} needs a value")
+        return None
+    converted = [_typed(v, entry.get("type"), flag, result) for v in values]
+    choices = entry.get("choices")
+    if choices:
+        for v in values:
+            if v not in choices:
+                result.problems.append(f"{flag} {v!r} is not one of SGLang {result.flag_table_version}'s choices ({', '.join(choices[:8])}{', ...' if len(choices) > 8 else ''})")
+    if many:
+        return converted
+    return converted[0] if converted else None
+
+
+def _typed(value: str, type_name: str | None, flag: str, result: LaunchCommand) -> Any:
+    try:
+        if type_name == "int":
+            return int(value)
+        if type_name == "float":
+            return float(value)
+        if type_name == "json":
+            return json.loads(value)
+    except ValueError:
+        result.problems.append(f"{flag} {value!r} is not a valid {type_name}")
+    return value
+
+
+def _guess(values: list[str]) -> Any:
+    """A value for a flag this table does not know (an older or newer SGLang)."""
+    if not values:
+        return True
+    typed: list[Any] = []
+    for v in values:
+        for cast in (int, float):
+            try:
+                typed.append(cast(v))
+                break
+            except ValueError:
+                continue
+        else:
+            typed.append(v)
+    return typed[0] if len(typed) == 1 else typed

@@ -1,0 +1,121 @@
+"""Run inside the harness's SGLang environment (never imported by the project).
+
+    python sglang_offline.py cli-table          # SGLang's own argparse table, as JSON
+    python sglang_offline.py resolve < cases    # prepare_server_args(argv).resolve_once().resolved_dict()
+
+``cases`` is a JSON list of ``{"name": ..., "argv": [...]}``; the answer maps each name to
+``{"resolved": {...}}`` or ``{"error": "..."}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "1")
+logging.disable(logging.WARNING)
+
+
+def _kind(action: argparse.Action) -> str:
+    name = type(action).__name__
+    if isinstance(action, argparse.BooleanOptionalAction):
+        return "boolean_optional"
+    if "StoreTrue" in name or (isinstance(action, argparse._StoreConstAction) and action.const is True):
+        return "store_true"
+    if "StoreFalse" in name or (isinstance(action, argparse._StoreConstAction) and action.const is False):
+        return "store_false"
+    if isinstance(action, argparse._StoreConstAction):
+        return "store_const"
+    return "store"
+
+
+def cli_table() -> dict:
+    """Every SGLang flag by the field it sets: spellings, kind, nargs, type, choices."""
+    from sglang.srt.server_args import ServerArgs
+    from sglang.version import __version__
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    fields = {}
+    for action in parser._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        type_name = getattr(action.type, "__name__", None) if action.type is not None else None
+        entry = {
+            "flags": list(action.option_strings),
+            "kind": _kind(action),
+            "nargs": action.nargs if action.nargs not in (0,) else None,
+            "type": {"loads": "json", "human_readable_int": "int", "nullable_str": "str"}.get(type_name, type_name),
+        }
+        if action.choices:
+            entry["choices"] = sorted(map(str, action.choices))
+        if "Deprecated" in type(action).__name__:
+            entry["deprecated"] = True
+        if entry["kind"] == "store_const":
+            entry["const"] = action.const
+        fields.setdefault(action.dest, entry)
+    return {
+        "sglang_version": __version__,
+        "source": "argparse table of sglang.srt.server_args.ServerArgs.add_cli_args, written by tests/real_sglang/sglang_offline.py cli-table",
+        "fields": dict(sorted(fields.items())),
+    }
+
+
+class _ArgparseError(Exception):
+    pass
+
+
+def _parsed(argv: list[str]) -> dict:
+    """What SGLang's own argparse makes of argv (after merging a --config file), as
+    prepare_server_args does it, before any resolution."""
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(prog="sglang serve")
+    ServerArgs.add_cli_args(parser)
+
+    def error(message: str) -> None:
+        raise _ArgparseError(message)
+
+    parser.error = error  # type: ignore[method-assign]
+    if "--config" in argv:
+        from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
+
+        argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
+    return vars(parser.parse_args(argv))
+
+
+def resolve(cases: list[dict]) -> dict:
+    from sglang.srt.server_args import prepare_server_args
+
+    out = {}
+    for case in cases:
+        entry: dict = {}
+        saved = dict(os.environ)
+        os.environ.update(case.get("env") or {})
+        try:
+            entry["parsed"] = json.loads(json.dumps(_parsed(list(case["argv"])), default=repr))
+            args = prepare_server_args(list(case["argv"]))
+            args.resolve_once()
+            entry["resolved"] = json.loads(json.dumps(args.resolved_dict(), default=repr))
+        except BaseException as exc:  # argparse's SystemExit too
+            entry["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        out[case["name"]] = entry
+    return out
+
+
+if __name__ == "__main__":
+    command = sys.argv[1]
+    if command == "cli-table":
+        result = cli_table()
+    elif command == "resolve":
+        result = resolve(json.load(sys.stdin))
+    else:
+        raise SystemExit(f"unknown command {command!r}")
+    json.dump(result, sys.stdout, indent=None, sort_keys=True, separators=(",", ":"))
+    sys.stdout.write("\n")

@@ -1,0 +1,147 @@
+"""parse_launch_command against what the real SGLang 0.5.23 made of the same commands.
+
+``tests/data/sglang-0.5.23-resolutions.json`` holds, for each command, SGLang's own argparse
+result and its resolved configuration (``prepare_server_args(argv).resolve_once()``), written
+by ``tests/real_sglang/generate_data.py``; the real tier checks it is still what SGLang says.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from support import corpus_files, corpus_text
+from pytest_sglang import Facts, normalise
+from pytest_sglang.facts import Endpoint
+from pytest_sglang.launch import parse_launch_command, split_command
+from pytest_sglang.redact import REDACTED
+
+DATA = json.loads((Path(__file__).parent / "data" / "sglang-0.5.23-resolutions.json").read_text())
+BASE = DATA["base"]
+CASES = DATA["cases"]
+CONFIGS = {"{config}": DATA["config_yaml"], "{config_underscore}": DATA["config_underscore_yaml"]}
+
+
+def _parse(command: str):
+    return parse_launch_command(command, sglang_version="0.5.23", config_loader=lambda path: yaml.safe_load(CONFIGS[path]))
+
+
+def _sglang_said(case: dict, part: str) -> dict:
+    return {**BASE[part], **case[f"{part}_changes"]}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if "parsed_changes" in c))
+def test_requested_values_are_what_sglangs_own_argparse_made_of_the_command(name):
+    case = CASES[name]
+    launch = _parse(case["command"])
+    sglang = _sglang_said(case, "parsed")
+    assert launch.problems == []
+    for field, value in launch.requested.items():
+        assert sglang[field] == value, field
+    # Every value SGLang's parser set differently from the base command is requested.
+    assert set(case["parsed_changes"]) <= set(launch.requested)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c.get("error", "").startswith("_ArgparseError")))
+def test_a_command_sglang_refuses_to_parse_is_a_problem_here_too(name):
+    case = CASES[name]
+    launch = _parse(case["command"])
+    assert launch.problems, case["error"]
+    # The problem names the same flag SGLang named.
+    flag = next(w.strip(":,") for w in case["error"].split() if w.startswith("--"))
+    assert any(flag in problem for problem in launch.problems), (launch.problems, case["error"])
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if "resolved_changes" in c))
+def test_normalised_answers_agree_with_the_resolved_configuration(name):
+    resolved = _sglang_said(CASES[name], "resolved")
+    info = {**resolved, "version": "0.5.23", "internal_states": [dict(resolved, effective_max_running_requests_per_dp=2048)]}
+    e = normalise(Facts(target=name, endpoints={"server_info": Endpoint(path="/server_info", status=200, body=info)})).effective
+    graphs = resolved["cuda_graph_config"]
+    assert e.tp_size == resolved["tp_size"] and e.dp_size == resolved["dp_size"]
+    assert e.chunked_prefill_size == resolved["chunked_prefill_size"]
+    assert e.prefill_cuda_graph == (graphs["prefill"]["backend"] != "disabled")
+    assert e.decode_cuda_graph == (graphs["decode"]["backend"] != "disabled")
+    assert e.decode_cuda_graph_max_bs == graphs["decode"]["max_bs"]
+    assert e.flashinfer_allreduce_fusion_requested == (resolved["flashinfer_allreduce_fusion_backend"] is not None)
+    assert e.speculative_algorithm == resolved["speculative_algorithm"]
+
+
+def test_requested_versus_resolved_shows_what_sglang_changed():
+    # The deprecated boolean is requested; 0.5.23 folds it into the backend and resets it.
+    case = CASES["fi-fusion-deprecated-flag"]
+    assert _parse(case["command"]).requested["enable_flashinfer_allreduce_fusion"] is True
+    resolved = _sglang_said(case, "resolved")
+    assert resolved["enable_flashinfer_allreduce_fusion"] is False
+    assert resolved["flashinfer_allreduce_fusion_backend"] == "auto"
+    # --disable-cuda-graph is requested; resolution turns it into both graph backends disabled.
+    case = CASES["disable-cuda-graph-deprecated"]
+    assert _parse(case["command"]).requested == {"model_path": "{llama}", "device": "cpu", "disable_cuda_graph": True}
+    graphs = _sglang_said(case, "resolved")["cuda_graph_config"]
+    assert graphs["decode"]["backend"] == graphs["prefill"]["backend"] == "disabled"
+    # NGRAM speculative decoding without --max-running-requests: SGLang sets 48.
+    case = CASES["speculative-ngram"]
+    assert "max_running_requests" not in _parse(case["command"]).requested
+    assert _sglang_said(case, "resolved")["max_running_requests"] == 48
+
+
+def test_secrets_in_a_launch_command_are_redacted():
+    launch = _parse(CASES["api-keys"]["command"])
+    assert launch.requested["api_key"] == launch.requested["admin_api_key"] == REDACTED
+    assert "sk-offline-1" not in launch.text + " ".join(launch.argv)
+
+
+@pytest.mark.parametrize("path", corpus_files("launch_commands"), ids=lambda p: p.name)
+def test_every_corpus_launch_command_parses(path):
+    launch = parse_launch_command(corpus_text(path))
+    assert launch.entrypoint in ("python -m sglang.launch_server", "sglang serve")
+    assert launch.requested["model_path"]
+    assert "port" in launch.requested or "tp_size" in launch.requested
+
+
+def test_the_shapes_of_command_lines_people_write():
+    launch = parse_launch_command(
+        "CUDA_VISIBLE_DEVICES=0,1 HF_TOKEN=hf_abc python3 -m sglang.launch_server \\\n"
+        "  --model Qwen/Qwen3.5-122B-A10B --tp 2 \\\n  --cuda-graph-bs-decode 1 2 4 --speculative-algo NEXTN```"
+    )
+    assert launch.entrypoint == "python -m sglang.launch_server"
+    assert launch.env == {"CUDA_VISIBLE_DEVICES": "0,1", "HF_TOKEN": REDACTED}
+    assert launch.requested == {
+        "model_path": "Qwen/Qwen3.5-122B-A10B",
+        "tp_size": 2,
+        "cuda_graph_bs_decode": [1, 2, 4],
+        "speculative_algorithm": "NEXTN",
+    }
+    assert launch.spelled["tp_size"] == "--tp" and launch.spelled["model_path"] == "--model"
+
+
+def test_a_systemd_unit_gives_its_execstart_and_environment():
+    unit = corpus_text(next(p for p in corpus_files("launch_commands") if p.name == "12.txt"))
+    assert "[Service]" in unit
+    words, env, problems = split_command(unit)
+    assert problems == [] and env["PATH"].startswith("/usr/local/cuda/bin")
+    assert parse_launch_command(unit).requested["port"] == 30000
+
+
+def test_flags_the_table_does_not_know_are_kept_and_named():
+    launch = parse_launch_command("sglang serve --model-path m --nsa-prefill-backend tilelang --enable-foo", sglang_version="0.5.23")
+    assert launch.unknown == {"--nsa-prefill-backend": "tilelang", "--enable-foo": True}
+    assert launch.problems == ["--nsa-prefill-backend is not a flag of SGLang 0.5.23", "--enable-foo is not a flag of SGLang 0.5.23"]
+    assert launch.requested == {"model_path": "m"}
+
+
+def test_an_old_flag_that_is_now_an_ambiguous_prefix_is_named():
+    # 0.5.16 took --cuda-graph-max-bs; in 0.5.23 argparse reads it as a prefix of two flags.
+    launch = parse_launch_command("sglang serve --model-path m --cuda-graph-max-bs 256", sglang_version="0.5.23")
+    assert launch.problems == [
+        "--cuda-graph-max-bs is ambiguous in SGLang 0.5.23 (could be --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill): SGLang refuses to start"
+    ]
+
+
+def test_the_server_info_launch_command_has_no_entry_point():
+    launch = parse_launch_command("--model-path /m --device cpu --tp 2 --api-key sk-9")
+    assert launch.entrypoint is None and launch.problems == []
+    assert launch.requested == {"model_path": "/m", "device": "cpu", "tp_size": 2, "api_key": REDACTED}
