@@ -419,8 +419,8 @@ def test_requests_above_the_cap_queue_and_wait_longer_for_the_first_token(
     assert max(waiting) >= 2
     ttfts.sort()
     assert ttfts[-1] > 0.5  # the last wave waits for two others: 560 ms at least, sleeps never end early
-    assert ttfts[1] < 0.25  # the first wave starts at once (a few ms unless the machine is loaded)
-    assert ttfts[-1] > 2 * ttfts[1]
+    # Load can only delay the first wave, never shorten the last one's queueing; a wide margin.
+    assert ttfts[-1] - ttfts[1] > 0.3
     final = requests.get(f"{url}/v1/loads").json()
     assert final["aggregate"] == {"total_running_reqs": 0, "total_waiting_reqs": 0, "total_reqs": 0}
 
