@@ -29,3 +29,40 @@ def artefact(name: str) -> str:
     if not path.exists():
         pytest.skip(f"shared artefact not found: {path}")
     return path.read_text()
+
+
+def shape(value: object) -> object:
+    """The structure of a JSON value without its data: keys, element shapes, scalar kinds.
+    Numbers are one kind (SGLang prints 0.0 and 0 for the same field); null matches anything."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [shape(value[0])] if value else []
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "str"
+
+
+def shape_differences(got: object, want: object, path: str = "") -> list[str]:
+    """Where ``got`` does not have the shape ``want`` has (null on either side matches)."""
+    if got is None or want is None:
+        return []
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            return [f"{path or '.'}: {type(got).__name__} where an object is expected"]
+        out = [f"{path}.{k}: missing" for k in want if k not in got]
+        out += [f"{path}.{k}: not in the real answer" for k in got if k not in want]
+        for k in want.keys() & got.keys():
+            out += shape_differences(got[k], want[k], f"{path}.{k}")
+        return out
+    if isinstance(want, list):
+        if not isinstance(got, list):
+            return [f"{path}: {got!r} where a list is expected"]
+        if want and got:
+            return shape_differences(got[0], want[0], f"{path}[0]")
+        return []
+    return [] if got == want else [f"{path}: {got} where {want} is expected"]
