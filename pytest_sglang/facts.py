@@ -69,6 +69,7 @@ class GpuFact(BaseModel):
     compute_capability: str | None = None
     memory_mib: int | None = None
     driver: str | None = None
+    uuid: str | None = None
 
 
 class HostFacts(BaseModel):
@@ -76,12 +77,19 @@ class HostFacts(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    where: str | None = None  # "ssh://root@gpu1:22", "local", "simulator profile NAME"
     gpus: list[GpuFact] = Field(default_factory=list)
     gpu_source: str | None = None
+    gpus_in_use: list[int] = Field(default_factory=list)  # indices the SGLang process runs on
+    cuda_visible_devices: str | None = None
+    pid: int | None = None
+    invocation_id: str | None = None
     launch_command: str | None = None
     launch_command_source: str | None = None
     log_lines: list[str] = Field(default_factory=list)
     log_source: str | None = None
+    missing_tools: list[str] = Field(default_factory=list)
+    host_key_checked: bool = True
 
 
 class Facts(BaseModel):
@@ -99,6 +107,8 @@ class Facts(BaseModel):
     # Values the user supplied because the target cannot tell them (e.g. --sglang-sm).
     overrides: dict[str, Any] = Field(default_factory=dict)
     profile: str | None = None
+    # What could not be read but did not stop collection (e.g. HTTP down, logs used instead).
+    problems: list[str] = Field(default_factory=list)
 
     def body(self, name: str) -> Any:
         endpoint = self.endpoints.get(name)

@@ -12,6 +12,7 @@ from .gpu import sm_from_capability, sm_from_name
 from .models import Effective, ModelInfo, Provenance, ServerArgs
 from .parse import CapacityLine, parse_capacity_line, parse_startup_line
 from .errors import ParseError
+from .launch import LaunchCommand, parse_launch_command
 
 SI = "/server_info"
 
@@ -27,6 +28,8 @@ class Snapshot:
     effective: Effective
     server_args_source: str
     launch_command: str | None = None
+    launch_command_source: str | None = None
+    requested: LaunchCommand | None = None
     internal_states: list[dict[str, Any]] = field(default_factory=list)
     loads: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
@@ -107,18 +110,30 @@ def _normalise(facts: Facts) -> Snapshot:
         return None, f"{where_si} {name} (absent)"
 
     version = info.get("version") or (loads or {}).get("version")
+    launch_command, launch_source = _launch(info, where_si, host)
+    requested = parse_launch_command(launch_command, sglang_version=str(version) if version else None) if launch_command else None
+
+    def asked(name: str, fallback: str | None = None) -> tuple[Any, str] | None:
+        """What was requested for a field: the launch command, else the reported argument."""
+        if requested is not None:
+            flag = requested.spelled.get(name)
+            where = f"launch command {flag}" if flag else "launch command (not given: SGLang's default)"
+            return requested.get(name), f"{where}, {launch_source}"
+        if fallback is not None and fallback in info:
+            return info[fallback], f"{where_si} {fallback} (the argument after start-up adjustments)"
+        return None
+
     pick = _Pick()
     if version:
         pick.set("sglang_version", (str(version), f"{where_si} version" if info.get("version") else "/v1/loads version"))
 
     # --- capacity ---------------------------------------------------------------------
-    requested_mrr = (info.get("max_running_requests"), f"{where_si} max_running_requests (the argument after start-up adjustments)")
     mrr = pick.set(
         "max_running_requests",
         (state0.get("effective_max_running_requests_per_dp"), f"{where_si} internal_states[0].effective_max_running_requests_per_dp"),
         (load0.get("max_running_requests"), "/v1/loads loads[0].max_running_requests"),
         (capacity.get("max_running_requests") if capacity else None, cap_src),
-        requested=requested_mrr if "max_running_requests" in info else None,
+        requested=asked("max_running_requests", "max_running_requests"),
         note="per data-parallel worker",
     )
     dp_size = arg("dp_size")[0]
@@ -207,11 +222,22 @@ def _normalise(facts: Facts) -> Snapshot:
         model_info=model_info,
         effective=effective,
         server_args_source=args_source,
-        launch_command=info.get("launch_command") or (host.launch_command if host else None),
+        launch_command=launch_command,
+        launch_command_source=launch_source,
+        requested=requested,
         internal_states=states,
         loads=loads,
         warnings=warnings,
     )
+
+
+def _launch(info: dict[str, Any], where_si: str, host: Any) -> tuple[str | None, str | None]:
+    """The launch command: /server_info (0.5.20+), else what the host shows."""
+    if info.get("launch_command"):
+        return info["launch_command"], f"{where_si} launch_command"
+    if host is not None and host.launch_command:
+        return host.launch_command, host.launch_command_source
+    return None, None
 
 
 def _capacity_line(lines: list[str]) -> dict[str, Any] | None:
@@ -303,10 +329,15 @@ def _gpus(pick: _Pick, facts: Facts, loads: dict[str, Any] | None, arg: Any) -> 
     host = facts.host
     override = facts.overrides.get("sm")
     if host and host.gpus:
-        first = host.gpus[0]
+        used = [g for g in host.gpus if g.index in host.gpus_in_use]
+        first = (used or host.gpus)[0]
         src = host.gpu_source or "host"
-        pick.set("gpu_name", (first.name, f"{src} GPU 0 name"))
-        pick.set("gpu_count", (len(host.gpus), f"{src} GPU count"))
+        pick.set("gpu_name", (first.name, f"{src} GPU {first.index} name"))
+        if used:
+            pick.set("gpu_count", (len(used), f"{src}: the SGLang process uses GPU {', '.join(str(g.index) for g in used)}"))
+        elif host.cuda_visible_devices:
+            visible = [d for d in host.cuda_visible_devices.split(",") if d.strip()]
+            pick.set("gpu_count", (len(visible), f"CUDA_VISIBLE_DEVICES={host.cuda_visible_devices} of the SGLang process"))
         if first.compute_capability:
             pick.set("sm", (sm_from_capability(first.compute_capability), f"{src} compute_cap {first.compute_capability}"))
         else:
@@ -320,6 +351,8 @@ def _gpus(pick: _Pick, facts: Facts, loads: dict[str, Any] | None, arg: Any) -> 
         pick.set("sm", (int(override), "--sglang-sm"))
     if "gpu_count" not in pick.values:
         tp, pp, dp = (arg(n)[0] for n in ("tp_size", "pp_size", "dp_size"))
+        if not isinstance(tp, int) and host and host.gpus:
+            pick.set("gpu_count", (len(host.gpus), f"{host.gpu_source}: GPUs on the host"))
         if isinstance(tp, int):
             pp = pp if isinstance(pp, int) else 1
             dp = dp if isinstance(dp, int) and not arg("enable_dp_attention")[0] else 1

@@ -16,10 +16,12 @@ from .markers import MARKERS, unmet
 from .spec import HostSpec, parse_spec
 
 if TYPE_CHECKING:  # the models and the HTTP stack load only when a test needs a target
+    from .launch import LaunchCommand
+    from .logs import SGLangLogs
     from .models import Effective, ModelInfo, ServerArgs
-    from .target import Target, TargetOptions
+    from .target import GpuInfo, Target, TargetOptions
 
-HOST_FIXTURES = frozenset({"sglang", "server_args", "effective", "model_info"})
+HOST_FIXTURES = frozenset({"sglang", "server_args", "effective", "model_info", "gpu", "requested", "sglang_logs"})
 NO_HOST_REASON = (
     "no SGLang host given: pass --sglang-host=http://HOST:PORT (or sim://PROFILE), "
     "set SGLANG_HOST, or add sglang_hosts to the ini file"
@@ -56,11 +58,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="poll /health until 200 for up to this long before reading (default 0: read at once)",
     )
     group.addoption("--sglang-sm", dest="sglang_sm", default=None, metavar="SM", help="GPU compute capability when the target cannot tell, e.g. 120 or 9.0")
+    group.addoption("--sglang-ssh", dest="sglang_ssh", default=None, metavar="USER@HOST[:PORT]", help="host access over SSH (or 'local') for GPU facts, the launch command and logs (env: SGLANG_SSH)")
+    group.addoption("--sglang-ssh-key", dest="sglang_ssh_key", default=None, metavar="PATH", help="SSH private key (default: ~/.ssh/config, the agent, ~/.ssh/id_*)")
+    group.addoption("--sglang-ssh-known-hosts", dest="sglang_ssh_known_hosts", default=None, metavar="PATH", help="known_hosts file to verify host keys against (default ~/.ssh/known_hosts)")
+    group.addoption("--sglang-ssh-config", dest="sglang_ssh_config", default=None, metavar="PATH", help="SSH config file (default ~/.ssh/config)")
+    group.addoption("--sglang-ssh-insecure", dest="sglang_ssh_insecure", action="store_true", default=None, help="do not verify SSH host keys (reported in the header)")
+    group.addoption("--sglang-unit", dest="sglang_unit", default=None, metavar="UNIT", help="systemd unit running SGLang: its main PID gives the launch command")
+    group.addoption("--sglang-logs", dest="sglang_logs", default=None, metavar="SOURCE", help="logs of the current run: journald:UNIT, file:PATH, docker:NAME, kubectl:NS/POD or cmd:COMMAND")
+    group.addoption("--sglang-command-timeout", dest="sglang_command_timeout", default=None, metavar="SECONDS", help="per-command timeout on the host (default 30)")
     parser.addini("sglang_hosts", "SGLang targets, one spec per line", type="linelist", default=[])
     parser.addini("sglang_api_key", "api key (prefer SGLANG_API_KEY: ini files are often committed)", default="")
     parser.addini("sglang_timeout", "per-request timeout in seconds", default="10")
     parser.addini("sglang_wait_ready", "seconds to wait for /health to answer 200", default="0")
     parser.addini("sglang_sm", "GPU compute capability when the target cannot tell", default="")
+    parser.addini("sglang_ssh", "host access over SSH: USER@HOST[:PORT] or local", default="")
+    parser.addini("sglang_ssh_key", "SSH private key", default="")
+    parser.addini("sglang_ssh_known_hosts", "known_hosts file", default="")
+    parser.addini("sglang_ssh_config", "SSH config file", default="")
+    parser.addini("sglang_ssh_insecure", "do not verify SSH host keys", type="bool", default=False)
+    parser.addini("sglang_unit", "systemd unit running SGLang", default="")
+    parser.addini("sglang_logs", "log source of the current run", default="")
+    parser.addini("sglang_command_timeout", "per-command timeout on the host, seconds", default="30")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -122,7 +140,22 @@ class SGLangPlugin:
             timeout=_number(_option(config, "sglang_timeout"), "--sglang-timeout", 10.0) or 10.0,
             wait_ready=_number(_option(config, "sglang_wait_ready"), "--sglang-wait-ready", 0.0),
             sm=sm,
+            ssh=_option(config, "sglang_ssh", "SGLANG_SSH"),
+            ssh_key=_option(config, "sglang_ssh_key"),
+            ssh_insecure=bool(_option(config, "sglang_ssh_insecure")),
+            ssh_known_hosts=_option(config, "sglang_ssh_known_hosts"),
+            ssh_config=_option(config, "sglang_ssh_config"),
+            unit=_option(config, "sglang_unit"),
+            logs=_option(config, "sglang_logs"),
+            command_timeout=_number(_option(config, "sglang_command_timeout"), "--sglang-command-timeout", 30.0) or 30.0,
         )
+        if self.options.logs:
+            from .logs import LogSource
+
+            try:
+                LogSource.parse(self.options.logs)
+            except SpecError as exc:
+                raise pytest.UsageError(str(exc)) from None
         self._targets: dict[str, Target | SGLangError] = {}
 
     def target(self, spec: HostSpec) -> Target:
@@ -149,9 +182,16 @@ class SGLangPlugin:
         lines = []
         for spec in self.specs:
             try:
-                lines.append(f"sglang: {spec.display}: {self.target(spec).describe()}")
+                target = self.target(spec)
             except SGLangError as exc:
                 lines.append(f"sglang: {spec.display}: ERROR {exc}")
+                continue
+            lines.append(f"sglang: {spec.display}: {target.describe()}")
+            host = target.facts.host
+            if host is not None and not host.host_key_checked:
+                lines.append(f"sglang: {spec.display}: WARNING SSH host key NOT verified (--sglang-ssh-insecure)")
+            for problem in target.facts.problems:
+                lines.append(f"sglang: {spec.display}: WARNING {problem}; configuration read from the logs")
         return lines
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
@@ -228,6 +268,36 @@ def effective(sglang: Target) -> Effective:
 def model_info(sglang: Target) -> ModelInfo:
     """``/model_info``: model path, architectures, modalities."""
     return sglang.model_info
+
+
+@pytest.fixture(scope="session")
+def gpu(sglang: Target) -> GpuInfo:
+    """The target's GPUs: name, compute capability, count, the devices in use, the source."""
+    from .target import GpuInfo
+
+    info = GpuInfo.of(sglang)
+    if info is None:
+        pytest.skip(f"no GPU facts for {sglang.name}: give --sglang-ssh so nvidia-smi can be read (or --sglang-sm)")
+    return info
+
+
+@pytest.fixture(scope="session")
+def requested(sglang: Target) -> LaunchCommand:
+    """The launch command, parsed into the fields it requests."""
+    if sglang.requested is None:
+        pytest.skip(
+            f"the launch command of {sglang.name} is unknown: SGLang before 0.5.20 does not report it; "
+            "give --sglang-ssh (and --sglang-unit) to read it from the host"
+        )
+    return sglang.requested
+
+
+@pytest.fixture(scope="session")
+def sglang_logs(sglang: Target) -> SGLangLogs:
+    """The lines of the current run's log that matter: start-up, capacity, pools, adjustments."""
+    if sglang.logs is None:
+        pytest.skip(f"no logs for {sglang.name}: give --sglang-logs journald:UNIT|file:PATH|docker:NAME|kubectl:NS/POD|cmd:COMMAND")
+    return sglang.logs
 
 
 @pytest.fixture(autouse=True)

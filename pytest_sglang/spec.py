@@ -5,9 +5,10 @@
     sim://PROFILE                a bundled simulated deployment, started for the session
     sim:///path/to/profile.json  a simulated deployment from a profile file
 
-Query parameters carry per-host options, e.g. ``?api_key_env=GPU1_KEY`` names the
-environment variable that holds this host's api key (the key itself never appears
-in a spec, so never in a test id).
+Query parameters carry per-host options: ``?api_key_env=GPU1_KEY`` names the environment
+variable that holds this host's api key (the key itself never appears in a spec, so never
+in a test id); ``?ssh=root@gpu1`` (or ``?ssh=local``), ``?unit=sglang.service`` and
+``?logs=journald:sglang.service`` give host access.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from .errors import SpecError
 
 SCHEMES = ("http", "https", "sim")
 # Query keys each scheme accepts; later transports add theirs here.
+HOST_KEYS = {"ssh", "logs", "unit"}
 QUERY_KEYS: dict[str, set[str]] = {
-    "http": {"api_key_env"},
-    "https": {"api_key_env", "verify"},
+    "http": {"api_key_env"} | HOST_KEYS,
+    "https": {"api_key_env", "verify"} | HOST_KEYS,
     "sim": {"api_key_env", "api_key", "admin_api_key"},
 }
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

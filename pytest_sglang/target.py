@@ -16,11 +16,41 @@ from typing import Any
 
 from . import _reads
 from .collect.http import HttpClient, collect_http
-from .errors import SpecError
-from .facts import Facts, GpuFact, HostFacts
+from .errors import SpecError, TargetError
+from .facts import Facts, GpuFact
+from .host import HostOptions, collect_host
+from .launch import LaunchCommand
+from .logs import LogSource, SGLangLogs
 from .models import Effective, ModelInfo, ServerArgs
 from .normaliser import Snapshot, normalise
 from .spec import HostSpec, parse_spec
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """What the ``gpu`` fixture gives: the GPUs the server runs on, and where that was read."""
+
+    name: str | None
+    sm: int | None
+    count: int | None
+    devices: list[GpuFact]
+    in_use: list[int]
+    source: str
+
+    @classmethod
+    def of(cls, target: Target) -> GpuInfo | None:
+        e = target.effective
+        if e.gpu_name is None and e.sm is None:
+            return None
+        host = target.facts.host
+        return cls(
+            name=e.gpu_name,
+            sm=e.sm,
+            count=e.gpu_count,
+            devices=list(host.gpus) if host else [],
+            in_use=list(host.gpus_in_use) if host else [],
+            source=e.source_of("sm") if e.sm is not None else e.source_of("gpu_name"),
+        )
 
 
 @dataclass(frozen=True)
@@ -29,15 +59,25 @@ class TargetOptions:
     timeout: float = 10.0
     wait_ready: float = 0.0
     sm: int | None = None
+    # host access
+    ssh: str | None = None  # user@host[:port], an ~/.ssh/config alias, or "local"
+    ssh_key: str | None = None
+    ssh_insecure: bool = False
+    ssh_known_hosts: str | None = None
+    ssh_config: str | None = None
+    unit: str | None = None
+    logs: str | None = None
+    command_timeout: float = 30.0
 
 
 class Target:
     """One SGLang deployment as tests see it. Facts are collected once, on open."""
 
-    def __init__(self, spec: HostSpec, facts: Facts, client: HttpClient | None = None, simulator: Any = None) -> None:
+    def __init__(self, spec: HostSpec, facts: Facts, client: HttpClient | None = None, simulator: Any = None, shell: Any = None) -> None:
         self.spec = spec
         self.facts = facts
         self.client = client
+        self.shell = shell
         self._simulator = simulator
 
     # ---- opening and closing --------------------------------------------------------------
@@ -56,17 +96,32 @@ class Target:
             verify=spec.options.get("verify", "true").lower() not in ("0", "false", "no"),
             name=spec.display,
         )
+        shell, host_options = _host_access(spec, options)
         try:
-            if options.wait_ready > 0:
-                client.wait_ready(options.wait_ready)
-            facts = collect_http(client, target=spec.display, overrides=overrides)
+            try:
+                if options.wait_ready > 0:
+                    client.wait_ready(options.wait_ready)
+                facts = collect_http(client, target=spec.display, overrides=overrides)
+            except TargetError as exc:
+                if shell is None:
+                    raise
+                # The host's logs can still say how the server was configured.
+                facts = Facts(target=spec.display, base_url=client.base_url, overrides=overrides, problems=[f"HTTP: {exc}"])
+            if shell is not None:
+                host = collect_host(shell, host_options, where=shell.name)
+                facts = facts.model_copy(update={"host": host.model_copy(update={"host_key_checked": not options.ssh_insecure})})
+                if facts.problems and not any("server_args=" in line for line in host.log_lines):
+                    raise TargetError(facts.problems[0].removeprefix("HTTP: "))
         except BaseException:
             client.close()
+            if shell is not None:
+                shell.close()
             raise
-        return cls(spec, facts, client)
+        return cls(spec, facts, client, shell=shell)
 
     @classmethod
     def _open_simulated(cls, spec: HostSpec, options: TargetOptions, api_key: str | None, overrides: dict[str, Any]) -> Target:
+        from .sim.host import simulated_host
         from .sim.launcher import start_simulator
         from .sim.profile import load_profile
 
@@ -81,31 +136,14 @@ class Target:
             client.close()
             process.stop()
             raise
-        host = HostFacts(
-            gpus=[
-                GpuFact(
-                    index=i,
-                    name=profile.gpu.name,
-                    compute_capability=profile.gpu.compute_capability,
-                    memory_mib=profile.gpu.memory_mib,
-                    driver=profile.gpu.driver,
-                )
-                for i in range(profile.gpu.count)
-            ]
-            if profile.gpu
-            else [],
-            gpu_source=f"simulator profile {profile.name}",
-            launch_command=profile.launch_command,
-            launch_command_source=f"simulator profile {profile.name}" if profile.launch_command else None,
-            log_lines=list(profile.log_lines),
-            log_source=f"simulator profile {profile.name}" if profile.log_lines else None,
-        )
-        facts = facts.model_copy(update={"host": host, "profile": profile.name})
+        facts = facts.model_copy(update={"host": simulated_host(profile), "profile": profile.name})
         return cls(spec, facts, client, simulator=process)
 
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
+        if self.shell is not None:
+            self.shell.close()
         if self._simulator is not None:
             self._simulator.stop()
             self._simulator = None
@@ -154,6 +192,23 @@ class Target:
         return self.snapshot.internal_states
 
     @property
+    def requested(self) -> LaunchCommand | None:
+        """The launch command, parsed: what was asked for (None when unknown)."""
+        return self.snapshot.requested
+
+    @property
+    def logs(self) -> SGLangLogs | None:
+        """The lines of the current run's log that matter (None without a log source)."""
+        host = self.facts.host
+        if host is None or host.log_source is None:
+            return None
+        return SGLangLogs(source=host.log_source, lines=list(host.log_lines))
+
+    @property
+    def gpus(self) -> list[GpuFact]:
+        return list(self.facts.host.gpus) if self.facts.host else []
+
+    @property
     def raw(self) -> dict[str, Any]:
         """The (redacted) bodies as the server returned them, by endpoint name."""
         return {name: ep.body for name, ep in self.facts.endpoints.items() if ep.ok}
@@ -182,6 +237,36 @@ class Target:
 
     def __repr__(self) -> str:
         return f"<SGLang target {self.name}>"
+
+
+def _host_access(spec: HostSpec, options: TargetOptions) -> tuple[Any, HostOptions]:
+    """The shell to the target's host (None without host access) and what to read there."""
+    ssh = spec.options.get("ssh") or options.ssh
+    logs_text = spec.options.get("logs") or options.logs
+    host_options = HostOptions(
+        unit=spec.options.get("unit") or options.unit,
+        logs=LogSource.parse(logs_text) if logs_text else None,
+        timeout=options.command_timeout,
+    )
+    if not ssh:
+        if logs_text or host_options.unit:
+            raise SpecError(f"{spec.display}: --sglang-logs and --sglang-unit need host access: give --sglang-ssh user@host (or local)")
+        return None, host_options
+    if ssh == "local":
+        from .shell.local import LocalShell
+
+        return LocalShell(), host_options
+    from .shell.ssh import SSHShell
+
+    shell = SSHShell(
+        ssh,
+        key_filename=options.ssh_key,
+        insecure=options.ssh_insecure,
+        connect_timeout=options.timeout,
+        config_path=options.ssh_config,
+        known_hosts=options.ssh_known_hosts,
+    )
+    return shell, host_options
 
 
 def _api_key_for(spec: HostSpec, options: TargetOptions) -> str | None:

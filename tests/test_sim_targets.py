@@ -44,7 +44,7 @@ def test_the_example_suite_fails_the_candidate_on_capacity_and_cuda_graph(exampl
             CANDIDATE,
             "  effective.max_running_requests = 26",
             "      from /server_info internal_states[[]0[]].effective_max_running_requests_per_dp",
-            "      requested 48: /server_info max_running_requests*",
+            f"      requested 48: launch command --max-running-requests, simulator profile {CANDIDATE[6:]}",
         ]
     )
     result.stdout.fnmatch_lines(
@@ -116,7 +116,7 @@ def test_markers_skip_with_the_host_and_the_value_found(pytester):
     result.stdout.fnmatch_lines(
         [
             f"SKIPPED*requires_sm(120): {LLAMA} has SM90 (9.0, simulator profile llama31-8b-1xh100-0.5.9 compute_cap 9.0)",
-            f"SKIPPED*requires_gpus(4): {LLAMA} uses 1 GPU(s) (simulator profile llama31-8b-1xh100-0.5.9 GPU count)",
+            f"SKIPPED*requires_gpus(4): {LLAMA} uses 1 GPU(s) (simulator profile llama31-8b-1xh100-0.5.9: the SGLang process uses GPU 0)",
             f"SKIPPED*requires_sglang(>=0.5.10): {LLAMA} runs SGLang 0.5.9",
             f"SKIPPED*requires_arch(Qwen3_5MoeForConditionalGeneration): {LLAMA} serves LlamaForCausalLM",
         ],
