@@ -137,3 +137,24 @@ def test_the_example_suite_runs_with_the_expected_skips_and_no_errors(pytester, 
         ],
         consecutive=False,
     )
+
+
+def test_the_real_log_read_through_the_file_source_agrees_with_http(pytester, real_llama):
+    pytester.makepyfile(
+        """
+        def test_logs_agree_with_http(sglang_logs, effective, server_args, requested):
+            assert sglang_logs.capacity["max_running_requests"] == effective.max_running_requests == 2048
+            assert sglang_logs.capacity["max_total_num_tokens"] == effective.max_total_num_tokens
+            line = sglang_logs.startup_line
+            assert line.complete and line.era == "dict"
+            http = server_args.as_dict()
+            differing = {k for k, v in line.fields.items() if http.get(k) != v}
+            assert differing <= {"watermark_key", "watermark_key_b", "watermark_config"}
+            assert sglang_logs.ready
+            assert requested["device"] == "cpu" and requested["max_total_tokens"] == 8192
+        """
+    )
+    result = pytester.runpytest(
+        "--sglang-host", real_llama.url, "--sglang-ssh", "local", "--sglang-logs", f"file:{real_llama.log_path}", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
