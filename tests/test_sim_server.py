@@ -132,6 +132,8 @@ def test_metrics_exist_only_with_enable_metrics(serve: Serve) -> None:
     assert f"sglang:prompt_tokens_total{{{tokenizer}}} 3.0" in text
     assert f"sglang:generation_tokens_total{{{tokenizer}}} 5.0" in text
     assert f"sglang:num_requests_total{{{tokenizer}}} 1.0" in text
+    for name in ("prompt_tokens", "generation_tokens", "num_requests"):
+        assert f"# TYPE sglang:{name}_total counter" in text  # prometheus_client types a counter by its sample name
     assert "# TYPE sglang:time_to_first_token_seconds histogram" in text
     assert f'sglang:time_to_first_token_seconds_bucket{{{tokenizer},le="+Inf"}} 1.0' in text
 
@@ -241,6 +243,83 @@ def test_generate_stream_sends_cumulative_chunks_then_done(serve: Serve) -> None
     assert chunks[-1]["output_ids"] == requests.post(f"{url}/generate", json=request).json()["output_ids"]
 
 
+# meta_info keys of a real 0.5.23 server: always, with --enable-metrics, and once finished.
+META_0523 = {"id", "finish_reason", "prompt_tokens", "weight_version", "num_retractions", "reasoning_tokens"}
+META_0523 |= {"completion_tokens", "cached_tokens", "cached_tokens_details", "dp_rank"}
+SCHEDULER_TIMINGS = {"storage_prefetch_wait", "storage_staging_wait", "forward_entry_time", "prefill_finished_time"}
+SCHEDULER_TIMINGS |= {"queue_time"}
+FINISHED = {"weight_versions", "e2e_latency"}
+TOKENIZER_TIMINGS = {"request_received_ts", "first_token_latency", "api_server_dispatch_finish_ts"}
+TOKENIZER_TIMINGS |= {"request_finished_ts", "decode_throughput"}
+SENT = "response_sent_to_client_ts"
+
+
+def _generate_meta(url: str, text: str, max_new_tokens: int) -> dict[str, Any]:
+    request = {"text": text, "sampling_params": {"max_new_tokens": max_new_tokens}}
+    return requests.post(f"{url}/generate", json=request).json()["meta_info"]
+
+
+def test_0_5_23_generate_meta_info_carries_the_request_timings_with_metrics(serve: Serve) -> None:
+    url = serve(QWEN_0523).url
+    before = time.time()
+    meta = _generate_meta(url, "one two", 4)
+    after = time.time()
+    assert set(meta) == META_0523 | SCHEDULER_TIMINGS | FINISHED | TOKENIZER_TIMINGS | {SENT}
+    assert meta["weight_versions"] == [{"version": "default", "start": 0, "end": 4}]
+    assert (meta["cached_tokens_details"], meta["dp_rank"]) == (None, None)
+    # The stages in the order a request passes them, all within this call.
+    stages = [meta["request_received_ts"], meta["api_server_dispatch_finish_ts"], meta["forward_entry_time"]]
+    stages += [meta["prefill_finished_time"], meta["request_finished_ts"], meta[SENT]]
+    assert before <= stages[0] and stages == sorted(stages) and stages[-1] <= after
+    assert 0 <= meta["queue_time"] < meta["first_token_latency"] < meta["e2e_latency"]
+    assert meta["e2e_latency"] == pytest.approx(meta["request_finished_ts"] - meta["request_received_ts"])
+    decoding = meta["request_finished_ts"] - meta["prefill_finished_time"]
+    assert meta["decode_throughput"] == pytest.approx(4 / decoding)
+
+
+def test_0_5_23_generate_stream_sends_timings_first_and_last(serve: Serve) -> None:
+    url = serve(QWEN_0523).url
+    request = {"text": "one two", "sampling_params": {"max_new_tokens": 3}, "stream": True}
+    metas = [c["meta_info"] for c in _chunks(_sse_events(requests.post(f"{url}/generate", json=request, stream=True)))]
+    assert [set(m) for m in metas] == [
+        META_0523 | SCHEDULER_TIMINGS | {SENT},
+        META_0523 | SCHEDULER_TIMINGS,
+        META_0523 | SCHEDULER_TIMINGS | FINISHED | TOKENIZER_TIMINGS | {SENT},
+    ]
+    assert metas[0][SENT] == metas[-1][SENT]  # the time the first chunk went out
+    assert len({m["forward_entry_time"] for m in metas}) == 1
+
+
+def test_0_5_23_generate_without_metrics_has_no_timings(serve: Serve) -> None:
+    """As the real 0.5.23 answer in the shared artefacts (generate_response.json) shows."""
+    server_args = {**load_profile(QWEN_0523).server_args, "enable_metrics": False}
+    meta = _generate_meta(serve(_with(QWEN_0523, server_args=server_args)).url, "hi", 2)
+    assert set(meta) == META_0523 | FINISHED | {SENT}
+
+
+def test_before_0_5_23_generate_meta_info_keeps_its_era_keys(serve: Serve) -> None:
+    meta = _generate_meta(serve(QWEN_0512).url, "hi", 2)  # metrics on, but 0.5.12
+    assert set(meta) == META_0523 - {"cached_tokens_details", "dp_rank"} | {"e2e_latency"}
+
+
+def test_0_5_23_v1_loads_counts_prefill_and_decode_steps(serve: Serve) -> None:
+    url = serve(QWEN_0523).url
+    idle = requests.get(f"{url}/v1/loads").json()["loads"][0]
+    counters = ("total_prefill_uncached_tokens", "total_prefill_busy_us", "decode_moments")
+    assert [idle[k] for k in counters] == [0, 0, [0.0] * 6]
+    requests.post(f"{url}/generate", json={"text": "one two three", "sampling_params": {"max_new_tokens": 5}})
+    load = requests.get(f"{url}/v1/loads").json()["loads"][0]
+    assert load["total_prefill_uncached_tokens"] == 3
+    assert load["total_prefill_busy_us"] > 0
+    steps, batch_sizes, step_us, squares, weighted_us, tokens = load["decode_moments"]
+    assert (steps, batch_sizes, squares, tokens) == (4.0, 4.0, 4.0, 4.0)  # one request alone: 4 decode steps of 1
+    assert step_us == pytest.approx(weighted_us) and step_us > 0
+    assert 0 < load["timestamp"] <= time.time()
+    assert load["queues"] == {"waiting": 0, "grammar": 0, "paused": 0, "retracted": 0, "prealloc_ready": 0}
+    assert load["disaggregation"]["mode"] == "null"
+    assert (load["num_active_tokens"], load["num_prealloc_ready_tokens"]) == (0, 0)
+
+
 def test_chat_completions_stream_deltas_and_a_usage_chunk(serve: Serve) -> None:
     url = serve(QWEN_0523).url
     request = {
@@ -252,10 +331,13 @@ def test_chat_completions_stream_deltas_and_a_usage_chunk(serve: Serve) -> None:
     }
     chunks = _chunks(_sse_events(requests.post(f"{url}/v1/chat/completions", json=request, stream=True)))
     assert {c["object"] for c in chunks} == {"chat.completion.chunk"}
-    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert {c["model"] for c in chunks} == {"qwen3.5-122b-a10b"}  # the request's model, echoed
+    assert chunks[0]["choices"][0]["delta"] == {"reasoning_content": None, "role": "assistant", "content": ""}
     contents = [c["choices"][0]["delta"]["content"] for c in chunks[1:4]]
     assert len(contents) == 3 and all(contents)
+    assert chunks[4]["choices"][0]["delta"] == {"reasoning_content": None}
     assert chunks[4]["choices"][0]["finish_reason"] == "length"
+    assert ["usage" in c for c in chunks] == [False] * 5 + [True]  # 0.5.23: no `usage: null` on the others
     assert chunks[5]["choices"] == []
     assert chunks[5]["usage"]["completion_tokens"] == 3
     assert chunks[5]["usage"]["total_tokens"] == 3 + chunks[5]["usage"]["prompt_tokens"]
@@ -266,9 +348,14 @@ def test_chat_completions_answer_with_one_assistant_message(serve: Serve) -> Non
     messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}]
     request = {"messages": messages, "max_tokens": 9, "max_completion_tokens": 3}
     body = requests.post(f"{url}/v1/chat/completions", json=request).json()
-    assert (body["object"], body["model"]) == ("chat.completion", "qwen3.5-122b-a10b")
+    assert (body["object"], body["model"]) == ("chat.completion", "default")  # 0.5.23: "default" when none is named
     (choice,) = body["choices"]
     assert choice["message"]["role"] == "assistant"
+    assert "tool_calls" not in choice["message"] and choice["message"]["reasoning_content"] is None
+    assert body["metadata"] == {
+        "weight_version": "default",
+        "weight_versions": [{"version": "default", "start": 0, "end": 3}],
+    }
     assert choice["message"]["content"].count(" tok") == 3
     assert choice["finish_reason"] == "length"
     assert (body["usage"]["prompt_tokens"], body["usage"]["completion_tokens"]) == (3, 3)
@@ -277,7 +364,7 @@ def test_chat_completions_answer_with_one_assistant_message(serve: Serve) -> Non
 def test_completions_answer_in_the_openai_shape(serve: Serve) -> None:
     url = serve(QWEN_0523).url
     body = requests.post(f"{url}/v1/completions", json={"prompt": "once upon", "max_tokens": 4}).json()
-    assert (body["object"], body["model"]) == ("text_completion", "qwen3.5-122b-a10b")
+    assert (body["object"], body["model"]) == ("text_completion", "default")  # 0.5.23: "default" when none is named
     assert body["choices"][0]["finish_reason"] == "length"
     assert body["usage"] == {
         "prompt_tokens": 2,
@@ -285,17 +372,41 @@ def test_completions_answer_in_the_openai_shape(serve: Serve) -> None:
         "completion_tokens": 4,
         "prompt_tokens_details": None,
         "reasoning_tokens": 0,
+        "completion_tokens_details": None,
     }
+    assert body["metadata"]["weight_versions"] == [{"version": "default", "start": 0, "end": 4}]
     request = {"prompt": "once upon", "max_tokens": 2}
     whole = requests.post(f"{url}/v1/completions", json=request).json()["choices"][0]["text"]
     streamed = requests.post(f"{url}/v1/completions", json={**request, "stream": True}, stream=True)
     chunks = _chunks(_sse_events(streamed))
-    assert [c["choices"][0]["finish_reason"] for c in chunks] == [None, None, "length"]
+    # 0.5.23 puts the finish reason on the last token's chunk and keeps `usage: null` on every one.
+    assert [c["choices"][0]["finish_reason"] for c in chunks] == [None, "length"]
+    assert [c["usage"] for c in chunks] == [None, None]
     assert "".join(c["choices"][0]["text"] for c in chunks) == whole  # deltas, not cumulative
 
 
-def test_an_unknown_model_is_an_openai_404(serve: Serve) -> None:
+def test_before_0_5_23_completion_streams_end_with_an_empty_finish_chunk(serve: Serve) -> None:
+    request = {"prompt": "once upon", "max_tokens": 2, "stream": True}
+    streamed = requests.post(f"{serve(QWEN_0512).url}/v1/completions", json=request, stream=True)
+    chunks = _chunks(_sse_events(streamed))
+    assert [(c["choices"][0]["text"] == "", c["choices"][0]["finish_reason"]) for c in chunks] == [
+        (False, None),
+        (False, None),
+        (True, "length"),
+    ]
+
+
+def test_0_5_23_serves_an_unknown_model_name_and_echoes_it(serve: Serve) -> None:
+    """A real 0.5.23 server answers 200 to a model it does not serve, naming that model."""
     url = serve(QWEN_0523).url
+    request = {"model": "gpt-4", "messages": [{"content": "x"}], "max_tokens": 2}
+    response = requests.post(f"{url}/v1/chat/completions", json=request)
+    assert response.status_code == 200
+    assert response.json()["model"] == "gpt-4"
+
+
+def test_before_0_5_23_an_unknown_model_is_an_openai_404(serve: Serve) -> None:
+    url = serve(QWEN_0512).url
     response = requests.post(f"{url}/v1/chat/completions", json={"model": "gpt-4", "messages": [{"content": "x"}]})
     assert response.status_code == 404
     assert response.json()["object"] == "error"
@@ -335,6 +446,24 @@ def test_malformed_json_is_a_400_with_a_json_error(serve: Serve, path: str) -> N
     response = requests.post(f"{serve(LLAMA_059).url}{path}", data="{not json")
     assert response.status_code == 400
     assert "not valid JSON" in json.dumps(response.json())
+
+
+@pytest.mark.parametrize(
+    ("path", "error_type"),
+    [("/generate", "dataclass_type"), ("/v1/completions", "json_invalid"), ("/v1/chat/completions", "json_invalid")],
+)
+def test_0_5_23_refuses_malformed_json_in_the_validation_error_shape(serve: Serve, path: str, error_type: str) -> None:
+    response = requests.post(f"{serve(QWEN_0523).url}{path}", data=b"{bad")
+    assert response.status_code == 400
+    body = response.json()
+    assert {k: v for k, v in body.items() if k != "message"} == {
+        "object": "error",
+        "type": "Bad Request",
+        "param": None,
+        "code": 400,
+    }
+    assert body["message"].startswith(f"1 validation error:\n  {{'type': '{error_type}', 'loc': ('body',")
+    assert f"POST {path} [" in body["message"]
 
 
 @pytest.mark.parametrize("max_new_tokens", [0, -1, 4097, "8", 2.5, True])

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,6 +41,44 @@ _SINCE = {
     "launch_command": "0.5.20",
     "frontend": "0.5.22",
     "ready": "0.5.20",
+    # Known only from a real 0.5.23 server (tests/data/real-0.5.23-shapes.json and the shared
+    # artefacts), so gated there until an older release is shown to have them.
+    "weight_versions": "0.5.23",  # meta_info.weight_versions; OpenAI `metadata` on completions too
+    # meta_info cached_tokens_details, dp_rank, response_sent_to_client_ts; timings with --enable-metrics
+    "request_time_stats": "0.5.23",
+    "completion_tokens_details": "0.5.23",  # usage.completion_tokens_details: null
+    # chat chunks without `usage: null`, deltas with `reasoning_content: null`, no null tool_calls
+    "lean_chat_answers": "0.5.23",
+    "finish_on_last_completion_chunk": "0.5.23",  # /v1/completions streams no separate empty finish chunk
+    "model_echo": "0.5.23",  # OpenAI answers name the request's model ("default" if none); unknown ones are served
+    "validation_errors": "0.5.23",  # an unreadable body is a 400 `{"object": "error", "type": "Bad Request", ...}`
+    "load_counters": "0.5.23",  # /v1/loads per-rank timestamp, prefill/decode counters, disaggregation, queues
+}
+
+# Per-rank /v1/loads keys that arrive with the "load_counters" feature.
+_LOAD_COUNTER_KEYS = frozenset(
+    {
+        "timestamp",
+        "num_active_tokens",
+        "num_prealloc_ready_tokens",
+        "total_prefill_uncached_tokens",
+        "total_prefill_busy_us",
+        "decode_moments",
+        "disaggregation",
+        "queues",
+    }
+)
+
+# Per-rank /v1/loads sections of a server that is neither a prefill nor a decode node.
+_NO_DISAGGREGATION = {
+    "mode": "null",
+    "prefill_bootstrap_queue_reqs": 0,
+    "prefill_inflight_queue_reqs": 0,
+    "decode_prealloc_queue_reqs": 0,
+    "decode_transfer_queue_reqs": 0,
+    "decode_retracted_queue_reqs": 0,
+    "kv_transfer_speed_gb_s": 0.0,
+    "kv_transfer_latency_ms": 0.0,
 }
 
 
@@ -147,6 +186,11 @@ class Profile(BaseModel):
         return base
 
     @property
+    def metrics_enabled(self) -> bool:
+        """Launched with --enable-metrics: /metrics exists and meta_info carries request timings."""
+        return bool(self.server_args.get("enable_metrics"))
+
+    @property
     def api_key(self) -> str | None:
         return self.server_args.get("api_key")
 
@@ -247,51 +291,76 @@ class Profile(BaseModel):
             ],
         }
 
-    def loads(self, *, running: int, waiting: int, used_tokens: int, throughput: float) -> dict[str, Any]:
+    def loads(
+        self,
+        *,
+        running: int,
+        waiting: int,
+        used_tokens: int,
+        throughput: float,
+        waiting_tokens: int = 0,
+        prefill_tokens: int = 0,
+        prefill_busy_us: int = 0,
+        decode_moments: Sequence[float] = (0.0,) * 6,
+    ) -> dict[str, Any]:
+        """The /v1/loads body. ``prefill_*`` and ``decode_moments`` are the scheduler's
+        cumulative step counters: decode_moments is (steps, sum of batch sizes, sum of step
+        microseconds, sum of squared batch sizes, sum of batch size x microseconds, tokens)."""
+        body: dict[str, Any] = {"timestamp": datetime.now(timezone.utc).isoformat(), "version": self.sglang_version}
+        figures = self._load_figures(running, used_tokens, throughput)
+        if not self.has("accelerator"):
+            total = running + waiting
+            counts = {"num_running_reqs": running, "num_waiting_reqs": waiting, "num_used_tokens": used_tokens}
+            body["dp_rank_count"] = 1
+            body["loads"] = [{"dp_rank": 0, **counts, **figures, "num_total_reqs": total}]
+            body["aggregate"] = {"total_running_reqs": running, "total_waiting_reqs": waiting, "total_reqs": total}
+            return body
+        args = self.args()
+        # The GPU's marketing name; null on a machine without CUDA, as SGLang reports it.
+        body["accelerator"] = self.gpu.name if self.gpu is not None else None
+        body["num_accelerators"] = (args.get("tp_size") or 1) * (args.get("pp_size") or 1)
         rt = self.runtime
-        load = {
+        load: dict[str, Any] = {
+            "timestamp": time.time(),
             "dp_rank": 0,
             "num_running_reqs": running,
             "num_waiting_reqs": waiting,
+            "num_waiting_uncached_tokens": waiting_tokens,  # no prefix cache: all of it is uncached
             "num_used_tokens": used_tokens,
-            "max_total_num_tokens": rt.max_total_num_tokens,
-            "max_running_requests": rt.effective_max_running_requests_per_dp,
-            "token_usage": round(used_tokens / rt.max_total_num_tokens, 4) if rt.max_total_num_tokens else 0.0,
-            "gen_throughput": throughput,
-            "cache_hit_rate": 0.0,
-            "utilization": round(running / max(rt.effective_max_running_requests_per_dp, 1), 4),
-        }
-        body: dict[str, Any] = {
-            "timestamp": datetime.now(timezone.utc).isoformat(),
-            "version": self.sglang_version,
-        }
-        if self.has("accelerator") and self.gpu is not None:
-            body["accelerator"] = self.gpu.name
-            args = self.args()
-            tp = args.get("tp_size") or 1
-            pp = args.get("pp_size") or 1
-            body["num_accelerators"] = tp * pp
-        if self.has("accelerator"):
-            load["num_waiting_uncached_tokens"] = 0
-            load["num_total_tokens"] = used_tokens
-            load["memory"] = {
+            "num_total_tokens": used_tokens,
+            # Everything held belongs to a running request; only a decode node preallocates.
+            "num_active_tokens": used_tokens,
+            "num_prealloc_ready_tokens": 0,
+            **figures,
+            "total_prefill_uncached_tokens": prefill_tokens,
+            "total_prefill_busy_us": prefill_busy_us,
+            "decode_moments": [float(m) for m in decode_moments],
+            "memory": {
                 "weight_gb": rt.weight_gb,
                 "kv_cache_gb": rt.kvcache_gb,
                 "graph_gb": rt.graph_gb,
                 "token_capacity": rt.max_total_num_tokens,
-            }
-            body["loads"] = [load]
-        else:
-            load["num_total_reqs"] = running + waiting
-            body["dp_rank_count"] = 1
-            body["loads"] = [load]
-            body["aggregate"] = {
-                "total_running_reqs": running,
-                "total_waiting_reqs": waiting,
-                "total_reqs": running + waiting,
-            }
+            },
+            "disaggregation": dict(_NO_DISAGGREGATION),
+            "queues": {"waiting": waiting, "grammar": 0, "paused": 0, "retracted": 0, "prealloc_ready": 0},
+        }
+        if not self.has("load_counters"):
+            load = {key: value for key, value in load.items() if key not in _LOAD_COUNTER_KEYS}
+        body["loads"] = [load]
         return body
 
+    def _load_figures(self, running: int, used_tokens: int, throughput: float) -> dict[str, Any]:
+        """The capacity and usage figures every /v1/loads version reports per rank."""
+        capacity = self.runtime.max_total_num_tokens
+        max_running = self.runtime.effective_max_running_requests_per_dp
+        return {
+            "max_total_num_tokens": capacity,
+            "max_running_requests": max_running,
+            "token_usage": round(used_tokens / capacity, 4) if capacity else 0.0,
+            "gen_throughput": throughput,
+            "cache_hit_rate": 0.0,
+            "utilization": round(running / max(max_running, 1), 4),
+        }
 
 
 def _argv_of(command: str | None) -> str | None:

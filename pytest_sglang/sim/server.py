@@ -64,9 +64,9 @@ class Request:
         try:
             data = json.loads(self.body or b"null")
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BadRequest(f"request body is not valid JSON: {exc}") from None
+            raise InvalidBody(f"request body is not valid JSON: {exc}", self, exc) from None
         if not isinstance(data, dict):
-            raise BadRequest("request body must be a JSON object")
+            raise InvalidBody("request body must be a JSON object", self, data=data)
         return data
 
 
@@ -98,6 +98,50 @@ class BadRequest(Exception):
         super().__init__(message)
         self.message = message
         self.status = status
+
+
+class InvalidBody(BadRequest):
+    """A body that is not a JSON object. From 0.5.23 FastAPI's request validation refuses it
+    before the endpoint runs, so it is answered in that handler's shape, whatever the route."""
+
+    def __init__(
+        self,
+        message: str,
+        request: Request,
+        decode_error: ValueError | None = None,
+        data: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.request = request
+        self.decode_error = decode_error
+        self.data = data
+
+
+def _validation_error(error: InvalidBody) -> Reply:
+    """SGLang's RequestValidationError handler: a 400 with FastAPI's errors as the message,
+    ``1 validation error:\n  {'type': ..., 'loc': ('body',), ...}`` and the route they came from."""
+    request = error.request
+    detail = _validation_detail(error)
+    message = f"1 validation error:\n  {detail!r}\n\n    {request.method} {request.path} [{detail!r}]"
+    body = {"object": "error", "message": message, "type": "Bad Request", "param": None, "code": 400}
+    return json_reply(body, 400)
+
+
+def _validation_detail(error: InvalidBody) -> dict[str, Any]:
+    """The one error FastAPI reports for a body that is no JSON object."""
+    given = error.request.body if error.decode_error is not None else error.data
+    if error.request.path == "/generate":
+        # GenerateReqInput is a dataclass, validated against the raw body when it does not decode.
+        msg = "Input should be a dictionary or an instance of GenerateReqInput"
+        context = {"class_name": "GenerateReqInput"}
+        return {"type": "dataclass_type", "loc": ("body",), "msg": msg, "input": given, "ctx": context}
+    if isinstance(error.decode_error, json.JSONDecodeError):
+        # The OpenAI request models are pydantic models: FastAPI reports the JSON error itself.
+        decode = error.decode_error
+        msg, context = "JSON decode error", {"error": decode.msg}
+        return {"type": "json_invalid", "loc": ("body", decode.pos), "msg": msg, "input": {}, "ctx": context}
+    msg = "Input should be a valid dictionary or object to extract fields from"
+    return {"type": "model_attributes_type", "loc": ("body",), "msg": msg, "input": given}
 
 
 def _native_error(error: BadRequest) -> Reply:
@@ -199,15 +243,35 @@ def _max_new_tokens(value: Any, default: int, name: str) -> int:
 
 @dataclass(eq=False)
 class _Job:
-    """A request holding one of the running slots."""
+    """A request waiting for, or holding, one of the running slots."""
 
     prompt_tokens: int
     generated: int = 0
 
 
 @dataclass
+class Timeline:
+    """When one request reached each stage, in wall-clock seconds as SGLang's meta_info
+    reports them; 0.0 until reached. The engine fills in the scheduler's part."""
+
+    received: float = field(default_factory=time.time)
+    dispatched: float = 0.0  # handed to the scheduler (api_server_dispatch_finish_ts)
+    queued: float = 0.0  # entered the waiting queue
+    forward_entry: float = 0.0  # admitted to a running slot
+    first_token: float = 0.0  # prefill done, its token out (prefill_finished_time)
+    finished: float = 0.0  # the last token out
+    first_sent: float = 0.0  # the first answer bytes went out (response_sent_to_client_ts)
+
+
+# SGLang's decode moments: steps, sum of batch sizes, of step microseconds, of squared batch
+# sizes, of batch size x microseconds, and tokens decoded.
+DECODE_MOMENTS = 6
+
+
+@dataclass
 class Totals:
-    """Counters since start, as the Prometheus counters and the TTFT histogram report them."""
+    """Counters since start, as the Prometheus counters, the TTFT histogram and the
+    scheduler's /v1/loads step counters report them."""
 
     prompt_tokens: int = 0
     generation_tokens: int = 0
@@ -215,6 +279,12 @@ class Totals:
     ttft_buckets: list[int] = field(default_factory=lambda: [0] * len(TTFT_BUCKETS))
     ttft_sum: float = 0.0
     ttft_count: int = 0
+    prefill_tokens: int = 0
+    prefill_busy_us: int = 0
+    decode_moments: list[float] = field(default_factory=lambda: [0.0] * DECODE_MOMENTS)
+
+    def copy(self) -> Totals:
+        return replace(self, ttft_buckets=list(self.ttft_buckets), decode_moments=list(self.decode_moments))
 
 
 @dataclass(frozen=True)
@@ -222,6 +292,7 @@ class LoadSnapshot:
     running: int
     waiting: int
     used_tokens: int
+    waiting_tokens: int
     throughput: float
     totals: Totals
 
@@ -236,24 +307,34 @@ class Engine:
         self._perf = performance
         self._max_running = max(1, max_running)
         self._cond = threading.Condition()
-        self._queue: deque[object] = deque()
+        self._queue: deque[_Job] = deque()
         self._running: set[_Job] = set()
         self._token_times: deque[float] = deque()
         self._totals = Totals()
 
-    def run(self, prompt: Prompt, max_new_tokens: int) -> Iterator[int]:
+    def run(self, prompt: Prompt, max_new_tokens: int, timeline: Timeline | None = None) -> Iterator[int]:
         """Yield each output token id when the simulated GPU would produce it."""
+        times = timeline or Timeline()
         arrived = time.monotonic()
+        times.queued = time.time()
         job = self._admit(prompt.tokens)
+        times.forward_entry = time.time()
         try:
             # Prefill produces the first token; each further token is one decode step.
-            time.sleep(self._prefill_s(prompt.tokens))
+            prefill = self._prefill_s(prompt.tokens)
+            time.sleep(prefill)
+            self._count_prefill(prompt.tokens, prefill)
             for index, token in enumerate(_output_ids(prompt.seed, max_new_tokens)):
                 if index == 0:
+                    times.first_token = time.time()
                     self._observe_ttft(time.monotonic() - arrived)
                 else:
-                    time.sleep(self._decode_step_s())
+                    step = self._decode_step_s()
+                    time.sleep(step)
+                    self._count_decode_step(step)
                 self._count_token(job)
+                if index == max_new_tokens - 1:
+                    times.finished = time.time()
                 yield token
         finally:
             self._release(job)
@@ -268,17 +349,17 @@ class Engine:
                 running=len(self._running),
                 waiting=len(self._queue),
                 used_tokens=sum(j.prompt_tokens + j.generated for j in self._running),
+                waiting_tokens=sum(j.prompt_tokens for j in self._queue),
                 throughput=self._throughput(),
-                totals=replace(self._totals, ttft_buckets=list(self._totals.ttft_buckets)),
+                totals=self._totals.copy(),
             )
 
     def _admit(self, prompt_tokens: int) -> _Job:
         with self._cond:
-            ticket = object()
-            self._queue.append(ticket)
-            self._cond.wait_for(lambda: self._queue[0] is ticket and len(self._running) < self._max_running)
-            self._queue.popleft()
             job = _Job(prompt_tokens)
+            self._queue.append(job)
+            self._cond.wait_for(lambda: self._queue[0] is job and len(self._running) < self._max_running)
+            self._queue.popleft()
             self._running.add(job)
             self._cond.notify_all()  # the next in line may fit as well
             return job
@@ -298,6 +379,21 @@ class Engine:
     def _decode_step_s(self) -> float:
         p = self._perf
         return (p.decode_step_base_ms + p.decode_step_ms_per_request * len(self._running)) / 1000
+
+    def _count_prefill(self, prompt_tokens: int, seconds: float) -> None:
+        with self._cond:
+            self._totals.prefill_tokens += prompt_tokens  # no prefix cache: every prompt token is computed
+            self._totals.prefill_busy_us += round(seconds * 1e6)
+
+    def _count_decode_step(self, seconds: float) -> None:
+        """Add one request's decode step to the moments. SGLang counts one step per batch; here
+        each of the ``batch`` running requests steps on its own, so each adds a 1/batch share
+        of that batch step (whole numbers while one request runs)."""
+        with self._cond:
+            batch = max(1, len(self._running))
+            share, us = 1 / batch, float(round(seconds * 1e6))  # SGLang times steps in whole microseconds
+            for i, value in enumerate((share, 1.0, us * share, float(batch), us, 1.0)):
+                self._totals.decode_moments[i] += value
 
     def _observe_ttft(self, seconds: float) -> None:
         with self._cond:
@@ -356,7 +452,8 @@ def metrics_text(profile: Profile, snap: LoadSnapshot) -> str:
         family(name, "gauge", help_text, [(name, scheduler, value)])
 
     def counter(name: str, help_text: str, value: float) -> None:
-        family(name, "counter", help_text, [(f"{name}_total", tokenizer, value)])
+        # prometheus_client names a counter family after its sample, so the TYPE line says _total too.
+        family(f"{name}_total", "counter", help_text, [(f"{name}_total", tokenizer, value)])
 
     gauge("sglang:num_running_reqs", "The number of running requests.", snap.running)
     gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", snap.waiting)
@@ -367,7 +464,7 @@ def metrics_text(profile: Profile, snap: LoadSnapshot) -> str:
     totals = snap.totals
     counter("sglang:prompt_tokens", "Number of prefill tokens processed.", totals.prompt_tokens)
     counter("sglang:generation_tokens", "Number of generation tokens processed.", totals.generation_tokens)
-    counter("sglang:num_requests", "The number of processed requests.", totals.requests)
+    counter("sglang:num_requests", "Number of requests processed.", totals.requests)
     ttft = "sglang:time_to_first_token_seconds"
     buckets = [
         (f"{ttft}_bucket", {**tokenizer, "le": _prom_number(bound)}, count)
@@ -418,6 +515,8 @@ class Simulator:
         except Rejected as rejected:
             return rejected.reply
         except BadRequest as error:
+            if isinstance(error, InvalidBody) and self.profile.has("validation_errors"):
+                return _validation_error(error)
             return _openai_error(error) if route is not None and route.openai else _native_error(error)
 
     def _build_routes(self) -> dict[str, Route]:
@@ -439,7 +538,7 @@ class Simulator:
             "/server_info": (p.has("server_info_path"), Route(_GET, self._server_info)),
             "/model_info": (p.has("model_info_path"), Route(_GET, self._model_info)),
             "/v1/loads": (p.has("v1_loads"), Route(_GET, self._loads)),
-            "/metrics": (bool(p.server_args.get("enable_metrics")), Route(_GET, self._metrics)),
+            "/metrics": (p.metrics_enabled, Route(_GET, self._metrics)),
         }
         routes.update({path: route for path, (present, route) in optional.items() if present})
         return routes
@@ -477,7 +576,14 @@ class Simulator:
     def _loads(self, _: Request) -> Reply:
         s = self.engine.snapshot()
         body = self.profile.loads(
-            running=s.running, waiting=s.waiting, used_tokens=s.used_tokens, throughput=s.throughput
+            running=s.running,
+            waiting=s.waiting,
+            used_tokens=s.used_tokens,
+            throughput=s.throughput,
+            waiting_tokens=s.waiting_tokens,
+            prefill_tokens=s.totals.prefill_tokens,
+            prefill_busy_us=s.totals.prefill_busy_us,
+            decode_moments=s.totals.decode_moments,
         )
         return json_reply(body)
 
@@ -488,6 +594,7 @@ class Simulator:
 
     # -- native generation
     def _generate(self, request: Request) -> Reply:
+        received = time.time()
         body = request.json_object()
         prompts, batch = _generate_prompts(body)
         params = body.get("sampling_params") or {}
@@ -498,95 +605,169 @@ class Simulator:
         if body.get("stream"):
             if batch:
                 raise BadRequest("the simulator streams one prompt per request")
-            return Reply(200, content_type="text/event-stream", stream=self._generate_stream(prompts[0], max_new))
-        results = _in_parallel([lambda p=p: self._generate_one(p, max_new) for p in prompts])
+            frames = self._generate_stream(prompts[0], max_new, Timeline(received))
+            return Reply(200, content_type="text/event-stream", stream=frames)
+        results = _in_parallel([lambda p=p: self._generate_one(p, max_new, Timeline(received)) for p in prompts])
         return json_reply(results if batch else results[0])
 
-    def _generate_one(self, prompt: Prompt, max_new: int) -> dict[str, Any]:
-        started = time.monotonic()
-        ids = list(self.engine.run(prompt, max_new))
-        return _generate_body(uuid.uuid4().hex, prompt, ids, time.monotonic() - started)
+    def _generate_one(self, prompt: Prompt, max_new: int, timeline: Timeline) -> dict[str, Any]:
+        timeline.dispatched = time.time()
+        ids = list(self.engine.run(prompt, max_new, timeline))
+        timeline.first_sent = time.time()  # the whole answer goes out at once
+        meta = self._meta_info(uuid.uuid4().hex, prompt, ids, timeline, finished=True, sent=True)
+        return {"text": _text_of(ids), "output_ids": ids, "meta_info": meta}
 
-    def _generate_stream(self, prompt: Prompt, max_new: int) -> Iterator[bytes]:
-        rid, started, ids = uuid.uuid4().hex, time.monotonic(), []
-        for token in self.engine.run(prompt, max_new):
+    def _generate_stream(self, prompt: Prompt, max_new: int, timeline: Timeline) -> Iterator[bytes]:
+        """Chunks with the cumulative text and ids. The send time is stamped by the first
+        chunk and reported again only by the last, as SGLang does."""
+        rid, ids = uuid.uuid4().hex, []
+        timeline.dispatched = time.time()
+        for token in self.engine.run(prompt, max_new, timeline):
             ids.append(token)
-            latency = time.monotonic() - started if len(ids) == max_new else None
-            yield _sse(_generate_body(rid, prompt, ids, latency))
+            first, last = len(ids) == 1, len(ids) == max_new
+            if first:
+                timeline.first_sent = time.time()
+            meta = self._meta_info(rid, prompt, ids, timeline, finished=last, sent=first or last)
+            yield _sse({"text": _text_of(ids), "output_ids": list(ids), "meta_info": meta})
         yield _SSE_DONE
+
+    def _meta_info(
+        self, rid: str, prompt: Prompt, ids: list[int], t: Timeline, *, finished: bool, sent: bool
+    ) -> dict[str, Any]:
+        """meta_info in the profile's version's key order. Request time stats (0.5.23) add the
+        send time; with --enable-metrics also the scheduler's timings on every chunk and the
+        tokenizer's timestamps once finished."""
+        p = self.profile
+        stats = p.has("request_time_stats")
+        timed = stats and p.metrics_enabled
+        meta: dict[str, Any] = {
+            "id": rid,
+            "finish_reason": {"type": "length", "length": len(ids)} if finished else None,
+            "prompt_tokens": prompt.tokens,
+            "weight_version": "default",
+            "num_retractions": 0,
+        }
+        if timed:
+            meta.update(_scheduler_timings(t))
+        meta.update({"reasoning_tokens": 0, "completion_tokens": len(ids), "cached_tokens": 0})
+        if finished and p.has("weight_versions"):
+            meta["weight_versions"] = _weight_versions(len(ids))
+        if stats:
+            # Details come with a prefix-cache hit, which the simulator never has; no DP rank without DP.
+            meta.update({"cached_tokens_details": None, "dp_rank": None})
+        if finished:
+            meta["e2e_latency"] = t.finished - t.received
+        if finished and timed:
+            meta.update(_tokenizer_timings(t, len(ids)))
+        if stats and sent:
+            meta["response_sent_to_client_ts"] = t.first_sent
+        return meta
 
     # -- OpenAI-compatible generation
     def _completions(self, request: Request) -> Reply:
         body = request.json_object()
-        self._check_model(body)
+        head = self._openai_head("text_completion", body)
         prompts = _completion_prompts(body.get("prompt"))
         max_new = self._openai_max_tokens(body.get("max_tokens"))
         if body.get("stream"):
             if len(prompts) > 1:
                 raise BadRequest("the simulator streams one prompt per request")
-            return self._openai_stream("text_completion", prompts[0], max_new, _include_usage(body))
+            frames = self._completion_frames(head, prompts[0], max_new, _include_usage(body))
+            return Reply(200, content_type="text/event-stream", stream=frames)
         ids_per_prompt = _in_parallel([lambda p=p: list(self.engine.run(p, max_new)) for p in prompts])
         choices = [_completion_choice(i, _text_of(ids), "length") for i, ids in enumerate(ids_per_prompt)]
-        usage = _usage(sum(p.tokens for p in prompts), sum(len(ids) for ids in ids_per_prompt))
-        return json_reply({**self._openai_head("text_completion"), "choices": choices, "usage": usage})
+        usage = self._usage(sum(p.tokens for p in prompts), sum(len(ids) for ids in ids_per_prompt))
+        reply = {**head, "choices": choices, "usage": usage}
+        if self.profile.has("weight_versions"):
+            # Every prompt runs on the same weights; the first answer's span stands for them.
+            first = len(ids_per_prompt[0])
+            reply["metadata"] = {"weight_version": "default", "weight_versions": _weight_versions(first)}
+        return json_reply(reply)
 
     def _chat_completions(self, request: Request) -> Reply:
         body = request.json_object()
-        self._check_model(body)
+        head = self._openai_head("chat.completion.chunk" if body.get("stream") else "chat.completion", body)
         prompt = _chat_prompt(body.get("messages"))
         limit = body.get("max_completion_tokens")  # the newer OpenAI name wins over max_tokens
         max_new = self._openai_max_tokens(body.get("max_tokens") if limit is None else limit)
         if body.get("stream"):
-            return self._openai_stream("chat.completion.chunk", prompt, max_new, _include_usage(body))
+            frames = self._chat_frames(head, prompt, max_new, _include_usage(body))
+            return Reply(200, content_type="text/event-stream", stream=frames)
         ids = list(self.engine.run(prompt, max_new))
-        message = {"role": "assistant", "content": _text_of(ids), "reasoning_content": None, "tool_calls": None}
+        message: dict[str, Any] = {"role": "assistant", "content": _text_of(ids), "reasoning_content": None}
+        if not self.profile.has("lean_chat_answers"):
+            message["tool_calls"] = None
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "length", "matched_stop": None}
-        reply = {
-            **self._openai_head("chat.completion"),
-            "choices": [choice],
-            "usage": _usage(prompt.tokens, len(ids)),
-            "metadata": {"weight_version": "default"},
-        }
+        metadata: dict[str, Any] = {"weight_version": "default"}
+        if self.profile.has("weight_versions"):
+            metadata["weight_versions"] = _weight_versions(len(ids))
+        reply = {**head, "choices": [choice], "usage": self._usage(prompt.tokens, len(ids)), "metadata": metadata}
         return json_reply(reply)
 
-    def _openai_stream(self, obj: str, prompt: Prompt, max_new: int, include_usage: bool) -> Reply:
-        frames = self._openai_frames(self._openai_head(obj), prompt, max_new, include_usage)
-        return Reply(200, content_type="text/event-stream", stream=frames)
+    def _chat_frames(self, head: dict[str, Any], prompt: Prompt, max_new: int, include_usage: bool) -> Iterator[bytes]:
+        # 0.5.23 sends `usage` only in the usage chunk and names reasoning_content in every delta.
+        lean = self.profile.has("lean_chat_answers")
 
-    def _openai_frames(
-        self, head: dict[str, Any], prompt: Prompt, max_new: int, include_usage: bool
-    ) -> Iterator[bytes]:
-        chat = head["object"] == "chat.completion.chunk"
-
-        def frame(piece: str | None, finish: str | None) -> bytes:
-            if chat:
-                delta = {} if piece is None else {"content": piece}
-                choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish, "matched_stop": None}
-            else:
-                choice = _completion_choice(0, piece or "", finish)
-            return _sse({**head, "choices": [choice], "usage": None})
+        def frame(delta: dict[str, Any], finish: str | None) -> bytes:
+            choice = {"index": 0, "delta": {"reasoning_content": None, **delta} if lean else delta}
+            choice.update({"logprobs": None, "finish_reason": finish, "matched_stop": None})
+            return _sse({**head, "choices": [choice]} if lean else {**head, "choices": [choice], "usage": None})
 
         generated = 0
         for token in self.engine.run(prompt, max_new):
-            if chat and generated == 0:  # SGLang announces the role with the first output
-                yield _sse({**head, "choices": [_chat_role_choice()], "usage": None})
+            if generated == 0:  # SGLang announces the role with the first output
+                yield frame({"role": "assistant", "content": ""}, None)
             generated += 1
-            yield frame(_token_text(token), None)
-        yield frame(None, "length")
+            yield frame({"content": _token_text(token)}, None)
+        yield frame({}, "length")
         if include_usage:
-            yield _sse({**head, "choices": [], "usage": _usage(prompt.tokens, generated)})
+            yield _sse({**head, "choices": [], "usage": self._usage(prompt.tokens, generated)})
         yield _SSE_DONE
 
-    def _openai_head(self, obj: str) -> dict[str, Any]:
-        return {"id": uuid.uuid4().hex, "object": obj, "created": int(time.time()), "model": self.served_model}
+    def _completion_frames(
+        self, head: dict[str, Any], prompt: Prompt, max_new: int, include_usage: bool
+    ) -> Iterator[bytes]:
+        # 0.5.23 puts the finish reason on the last token's chunk; older simulated ones add an empty chunk.
+        on_last = self.profile.has("finish_on_last_completion_chunk")
+        generated = 0
+        for token in self.engine.run(prompt, max_new):
+            generated += 1
+            finish = "length" if on_last and generated == max_new else None
+            yield _sse({**head, "choices": [_completion_choice(0, _token_text(token), finish)], "usage": None})
+        if not on_last:
+            yield _sse({**head, "choices": [_completion_choice(0, "", "length")], "usage": None})
+        if include_usage:
+            yield _sse({**head, "choices": [], "usage": self._usage(prompt.tokens, generated)})
+        yield _SSE_DONE
+
+    def _openai_head(self, obj: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"id": uuid.uuid4().hex, "object": obj, "created": int(time.time()), "model": self._answer_model(body)}
+
+    def _answer_model(self, body: dict[str, Any]) -> str:
+        """The model an OpenAI answer names. 0.5.23 echoes the request's, "default" when it names
+        none, and serves whatever name it is given; older simulated versions refuse a name they
+        do not serve."""
+        model = body.get("model")
+        if self.profile.has("model_echo"):
+            return model if isinstance(model, str) else "default"
+        if model is not None and model != self.served_model:
+            raise BadRequest(f"The model `{model}` does not exist.", status=404)
+        return self.served_model
 
     def _openai_max_tokens(self, value: Any) -> int:
         return _max_new_tokens(value, self.profile.performance.default_max_new_tokens, "max_tokens")
 
-    def _check_model(self, body: dict[str, Any]) -> None:
-        model = body.get("model")
-        if model is not None and model != self.served_model:
-            raise BadRequest(f"The model `{model}` does not exist.", status=404)
+    def _usage(self, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "completion_tokens": completion_tokens,
+            "prompt_tokens_details": None,
+            "reasoning_tokens": 0,
+        }
+        if self.profile.has("completion_tokens_details"):
+            usage["completion_tokens_details"] = None
+        return usage
 
 
 def _bearer_matches(header: str | None, key: str) -> bool:
@@ -606,40 +787,40 @@ def _text_of(ids: list[int]) -> str:
     return "".join(_token_text(t) for t in ids)
 
 
-def _generate_body(rid: str, prompt: Prompt, ids: list[int], e2e_latency: float | None) -> dict[str, Any]:
-    """A /generate result with cumulative text and ids; ``e2e_latency`` is set once finished."""
-    meta: dict[str, Any] = {
-        "id": rid,
-        "finish_reason": None if e2e_latency is None else {"type": "length", "length": len(ids)},
-        "prompt_tokens": prompt.tokens,
-        "weight_version": "default",
-        "num_retractions": 0,
-        "reasoning_tokens": 0,
-        "completion_tokens": len(ids),
-        "cached_tokens": 0,
+def _weight_versions(tokens: int) -> list[dict[str, Any]]:
+    """Which weights produced which output tokens; the simulator never swaps weights."""
+    return [{"version": "default", "start": 0, "end": tokens}]
+
+
+def _scheduler_timings(t: Timeline) -> dict[str, float]:
+    """What the scheduler reports with --enable-metrics, from the first chunk on. No
+    hierarchical-cache storage, so nothing was ever waited for there."""
+    return {
+        "storage_prefetch_wait": 0.0,
+        "storage_staging_wait": 0.0,
+        "forward_entry_time": t.forward_entry,
+        "prefill_finished_time": t.first_token,
+        "queue_time": t.forward_entry - t.queued,
     }
-    if e2e_latency is not None:
-        meta["e2e_latency"] = e2e_latency
-    return {"text": _text_of(ids), "output_ids": list(ids), "meta_info": meta}
+
+
+def _tokenizer_timings(t: Timeline, completion_tokens: int) -> dict[str, float]:
+    """What the tokenizer manager adds with --enable-metrics once a request has finished;
+    decode_throughput is left out when there was no decoding to time, as SGLang does."""
+    timings = {
+        "request_received_ts": t.received,
+        "first_token_latency": t.first_token - t.received,
+        "api_server_dispatch_finish_ts": t.dispatched,
+        "request_finished_ts": t.finished,
+    }
+    decoding = t.finished - t.first_token
+    if decoding > 0 and completion_tokens > 0:
+        timings["decode_throughput"] = completion_tokens / decoding
+    return timings
 
 
 def _completion_choice(index: int, text: str, finish: str | None) -> dict[str, Any]:
     return {"index": index, "text": text, "logprobs": None, "finish_reason": finish, "matched_stop": None}
-
-
-def _chat_role_choice() -> dict[str, Any]:
-    delta = {"role": "assistant", "content": ""}
-    return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None, "matched_stop": None}
-
-
-def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
-    return {
-        "prompt_tokens": prompt_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
-        "completion_tokens": completion_tokens,
-        "prompt_tokens_details": None,
-        "reasoning_tokens": 0,
-    }
 
 
 def _include_usage(body: dict[str, Any]) -> bool:
