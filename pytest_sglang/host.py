@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .facts import GpuFact, HostFacts
 from .logs import KEEP, PREVIOUS_RUN, STARTUP, LogSource, current_run
-from .redact import redact_command
+from .redact import redact_command, redact_log_line
 from .shell import Shell, command
 
 MARK = "@@pytest-sglang:"
@@ -75,16 +75,17 @@ def collection_script(options: HostOptions) -> str:
 def _log_script(source: LogSource) -> str:
     keep = shlex.quote(KEEP)
     if source.kind == "journald":
+        # --all: without it, -o json prints fields over 4096 bytes (the server_args line) as null.
         unit = shlex.quote(source.target)
         return "\n".join(
             [
                 f"inv=$(systemctl show -p InvocationID --value {unit} 2>/dev/null)",
                 'if [ -n "$inv" ]; then',
                 '  echo "@@invocation $inv"',
-                f'  journalctl -u {unit} "_SYSTEMD_INVOCATION_ID=$inv" -o json --output-fields=MESSAGE --no-pager --grep {keep} 2>&1',
+                f'  journalctl -u {unit} "_SYSTEMD_INVOCATION_ID=$inv" -o json --all --output-fields=MESSAGE --no-pager --grep {keep} 2>&1',
                 "else",
                 "  echo '@@no-invocation-id'",
-                f"  journalctl -u {unit} -o json --output-fields=MESSAGE --no-pager --grep {keep} 2>&1",
+                f"  journalctl -u {unit} -o json --all --output-fields=MESSAGE --no-pager --grep {keep} 2>&1",
                 "fi",
             ]
         )
@@ -113,6 +114,7 @@ def parse_output(text: str, *, where: str, options: HostOptions) -> HostFacts:
     launch, launch_source = _launch_command(sections, pid, where)
     systemd = _key_values(sections.get("systemd", ""))
     lines, log_source = _logs(sections.get("logs"), options.logs, where)
+    lines = [redact_log_line(line) for line in lines]
     return HostFacts(
         gpus=gpus,
         gpu_source=gpu_source,

@@ -40,3 +40,29 @@ def test_unset_secrets_stay_unset_so_tests_can_tell():
 )
 def test_launch_commands_keep_everything_but_the_secret_values(command, expected):
     assert redact_command(command) == expected
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        (
+            "[2026-05-20 10:11:12] server_args=ServerArgs(model_path='m', api_key='sk-1', admin_api_key=None, tp_size=4)",
+            "[2026-05-20 10:11:12] server_args=ServerArgs(model_path='m', api_key='<redacted>', admin_api_key=None, tp_size=4)",
+        ),
+        ("server_args={'api_key': 'sk-1', 'ssl_keyfile_password': \"p'w\", 'tp_size': 4}", "server_args={'api_key': '<redacted>', 'ssl_keyfile_password': '<redacted>', 'tp_size': 4}"),
+        ("launching: python -m sglang.launch_server --api-key sk-1 --tp 4", "launching: python -m sglang.launch_server --api-key <redacted> --tp 4"),
+        ("max_total_num_tokens=8192, max_running_requests=48", "max_total_num_tokens=8192, max_running_requests=48"),
+    ],
+)
+def test_log_lines_lose_their_secret_values_only(line, expected):
+    from pytest_sglang.redact import redact_log_line
+
+    assert redact_log_line(line) == expected
+
+
+def test_a_redacted_startup_line_still_parses():
+    from pytest_sglang import parse_startup_line
+    from pytest_sglang.redact import redact_log_line
+
+    line = parse_startup_line(redact_log_line("server_args=ServerArgs(api_key='sk-1', tp_size=4)"))
+    assert line.complete and line.fields == {"api_key": REDACTED, "tp_size": 4}

@@ -1,0 +1,268 @@
+"""Host access over SSH against a real sshd on loopback and the real journalctl.
+
+The test host (``tests/testhost.py``) runs OpenSSH with throwaway keys, a real journal holding
+three runs of the seed deployment (the unit restarted twice), a real stand-in SGLang process,
+and recorded ``nvidia-smi``/``systemctl`` outputs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_sglang import TargetError
+from pytest_sglang.host import HostOptions, collect_host
+from pytest_sglang.logs import LogSource, SGLangLogs
+from pytest_sglang.shell.ssh import SSHShell
+from pytest_sglang.sim import load_profile
+from testhost import API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN, OLD_DRIVER_CASE, OLD_DRIVER_COMPUTE_CAP, clean_test_host, test_host  # noqa: F401
+
+SECRETS = (API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN)
+
+
+def shell_for(host, **kw) -> SSHShell:
+    kw.setdefault("key_filename", str(host.client_key))
+    kw.setdefault("known_hosts", str(host.known_hosts))
+    return SSHShell(f"{host.user}@{host.host}:{host.port}", **kw)
+
+
+def journald(host) -> HostOptions:
+    return HostOptions(unit=host.unit, logs=LogSource.parse(f"journald:{host.unit}"))
+
+
+def test_every_host_fact_in_one_round_trip_over_one_connection(clean_test_host):
+    host = clean_test_host
+    shell = shell_for(host)
+    facts = collect_host(shell, journald(host), where=shell.name)
+    assert shell.round_trips == 1
+    assert [(g.index, g.name, g.compute_capability) for g in facts.gpus] == [(i, "NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0") for i in range(4)]
+    assert facts.gpus_in_use == [0, 1, 2, 3] and facts.cuda_visible_devices == "0,1,2,3"
+    assert facts.pid == host.sglang_pid
+    assert facts.invocation_id == host.runs[-1]["invocation_id"]
+    assert facts.launch_command_source == f"/proc/{host.sglang_pid}/cmdline on {shell.name}"
+    assert "--api-key <redacted>" in facts.launch_command
+    # A second collection reuses the connection.
+    transport = shell.connect().get_transport()
+    collect_host(shell, journald(host), where=shell.name)
+    assert shell.connect().get_transport() is transport and shell.round_trips == 2
+    shell.close()
+
+
+def test_journald_gives_the_current_invocation_even_when_it_is_older_than_a_time_window(clean_test_host):
+    host = clean_test_host
+    # What the engineer ran: the restart is older than the window, so the start-up line is missed.
+    window = host.ssh(f"journalctl -u {host.unit} --since '2 min ago' -o cat").stdout
+    assert "server_args=" not in window
+    shell = shell_for(host)
+    facts = collect_host(shell, journald(host), where=shell.name)
+    logs = SGLangLogs(source=facts.log_source, lines=facts.log_lines)
+    current = host.runs[-1]
+    assert facts.log_source.endswith(f"invocation {current['invocation_id']}")
+    assert sum("server_args=" in line for line in logs.lines) == 1  # earlier runs excluded
+    line = logs.startup_line
+    assert line.complete and line.fields["enable_flashinfer_allreduce_fusion"] is current["enable_flashinfer_allreduce_fusion"] is False
+    assert line.fields["disable_piecewise_cuda_graph"] is True
+    assert logs.capacity["max_running_requests"] == current["max_running_requests"] == 26
+    assert "max_mamba_cache_size: 132" in logs.mamba_pool[0]
+    assert line.fields["api_key"] == "<redacted>"
+    assert not any(secret in " ".join(facts.log_lines) for secret in SECRETS)
+
+
+def test_the_plain_log_file_gives_the_same_current_run(clean_test_host):
+    host = clean_test_host
+    shell = shell_for(host)
+    facts = collect_host(shell, HostOptions(logs=LogSource.parse(f"file:{host.log_file}")), where=shell.name)
+    logs = SGLangLogs(source=facts.log_source, lines=facts.log_lines)
+    assert sum("server_args=" in line for line in logs.lines) == 1
+    assert logs.capacity["max_running_requests"] == 26
+    assert logs.startup_line.fields["enable_flashinfer_allreduce_fusion"] is False
+
+
+SUITE = """
+import pytest
+
+@pytest.mark.requires_sm(120)
+@pytest.mark.requires_gpus(4)
+def test_gpu(gpu):
+    assert (gpu.sm, gpu.count, gpu.in_use) == (120, 4, [0, 1, 2, 3])
+    assert gpu.source.startswith("nvidia-smi on ssh://")
+
+def test_requested_versus_effective(requested, effective, server_args):
+    assert requested["max_running_requests"] == 48
+    assert "enable_flashinfer_allreduce_fusion" not in requested
+    assert effective.max_running_requests == 26
+
+def test_logs(sglang_logs, server_args):
+    assert sglang_logs.startup_line.fields["tp_size"] == server_args.tp_size == 4
+    assert sglang_logs.capacity["max_running_requests"] == 26
+
+def test_prints_everything(sglang, requested, sglang_logs):
+    print(sglang.facts.model_dump_json(), requested.text, requested.env, sglang_logs.lines)
+    assert False, "show the output"
+"""
+
+
+@pytest.fixture
+def seed_server(canned):
+    """The HTTP side of the seed deployment (SGLang 0.5.12: no launch_command over HTTP)."""
+    profile = load_profile("qwen35-122b-a10b-4xrtx6000-candidate")
+    return canned().serve_sglang(profile.server_info(), profile.model_info())
+
+
+def ssh_args(host, *extra: str) -> list[str]:
+    return [
+        "--sglang-ssh", f"{host.user}@{host.host}:{host.port}",
+        "--sglang-ssh-key", str(host.client_key),
+        "--sglang-ssh-known-hosts", str(host.known_hosts),
+        "--sglang-unit", host.unit,
+        "--sglang-logs", f"journald:{host.unit}",
+        *extra,
+    ]
+
+
+def test_the_plugin_over_ssh_with_no_secret_in_its_output(pytester, clean_test_host, seed_server):
+    host = clean_test_host
+    pytester.makepyfile(SUITE)
+    result = pytester.runpytest("--sglang-host", seed_server.url, *ssh_args(host), "-vv", "-rA")
+    result.assert_outcomes(passed=3, failed=1)
+    out = result.stdout.str() + result.stderr.str()
+    for secret in SECRETS:
+        assert secret not in out
+    assert host.refused() == []  # nothing that changes the host was ever run
+
+
+def test_the_plugin_reads_configuration_from_the_logs_when_http_is_down(pytester, clean_test_host, free_port):
+    host = clean_test_host
+    pytester.makepyfile(
+        """
+        def test_from_logs(server_args, effective):
+            assert server_args.tp_size == 4 and server_args.disable_piecewise_cuda_graph is True
+            assert effective.max_running_requests == 26
+            assert effective.source_of("max_running_requests").startswith("scheduler capacity line (journald:sglang.service")
+        """
+    )
+    result = pytester.runpytest("--sglang-host", f"http://127.0.0.1:{free_port}", *ssh_args(host))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"sglang: http://127.0.0.1:{free_port}: WARNING HTTP: cannot connect to * (connection refused)*; configuration read from the logs"])
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"known_hosts": "empty"}, "the SSH host key of [[]127.0.0.1[]]:{port} (ssh-ed25519 {fingerprint}) is not in *: check the fingerprint and add it*or pass --sglang-ssh-insecure"),
+        ({"known_hosts": "bad"}, "the SSH host key of 127.0.0.1:{port} has CHANGED: known_hosts has SHA256:*, the host offers {fingerprint}*"),
+        ({"key": "wrong"}, "SSH login to root@127.0.0.1:{port} with * was refused: the key is not authorized there*"),
+        ({"port": "closed"}, "cannot connect to 127.0.0.1:{closed} over SSH (connection refused): is sshd running, and is the port right?"),
+    ],
+    ids=["unknown-host-key", "changed-host-key", "wrong-key", "refused"],
+)
+def test_ssh_problems_are_one_clear_line(pytester, clean_test_host, seed_server, free_port, tmp_path, change, message):
+    host = clean_test_host
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    known = {"empty": empty, "bad": host.bad_known_hosts}.get(change.get("known_hosts"), host.known_hosts)
+    key = host.wrong_key if change.get("key") else host.client_key
+    port = free_port if change.get("port") else host.port
+    pytester.makepyfile("def test_x(sglang):\n    pass\n")
+    result = pytester.runpytest(
+        "--sglang-host", seed_server.url,
+        "--sglang-ssh", f"root@127.0.0.1:{port}", "--sglang-ssh-key", str(key), "--sglang-ssh-known-hosts", str(known),
+    )
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*" + message.format(port=host.port, fingerprint=host.host_key_fingerprint, closed=free_port) + "*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_insecure_skips_the_host_key_check_and_the_header_says_so(pytester, clean_test_host, seed_server, tmp_path):
+    host = clean_test_host
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    pytester.makepyfile("def test_x(gpu):\n    assert gpu.sm == 120\n")
+    result = pytester.runpytest("--sglang-host", seed_server.url, *ssh_args(host, "--sglang-ssh-known-hosts", str(empty), "--sglang-ssh-insecure"))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"sglang: {seed_server.url}: WARNING SSH host key NOT verified (--sglang-ssh-insecure)"])
+    assert empty.read_text() == ""  # nothing was written to known_hosts
+
+
+def test_ssh_config_gives_hostname_port_user_and_identity(pytester, clean_test_host, seed_server, tmp_path):
+    host = clean_test_host
+    config = host.ssh_config(tmp_path / "config")
+    pytester.makepyfile("def test_x(gpu):\n    assert gpu.count == 4\n")
+    result = pytester.runpytest(
+        "--sglang-host", seed_server.url, "--sglang-ssh", "testhost", "--sglang-ssh-config", str(config), "--sglang-ssh-known-hosts", str(host.known_hosts)
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_proxyjump_through_a_jump_host(clean_test_host, tmp_path):
+    host = clean_test_host
+    config = tmp_path / "config"
+    config.write_text(
+        f"Host jump\n  HostName 127.0.0.1\n  Port {host.port}\n  User {host.user}\n  IdentityFile {host.client_key}\n"
+        f"Host inner\n  HostName 127.0.0.1\n  Port {host.port}\n  User {host.user}\n  IdentityFile {host.client_key}\n  ProxyJump jump\n"
+    )
+    shell = SSHShell("inner", config_path=config, known_hosts=host.known_hosts)
+    facts = collect_host(shell, journald(host), where=shell.name)
+    assert shell._jump is not None and shell._jump.round_trips == 0  # the jump host only forwards
+    assert facts.pid == host.sglang_pid
+    shell.close()
+
+
+def test_a_command_that_hangs_is_cut_off(clean_test_host):
+    host = clean_test_host
+    (host.bin_dir / "nvidia-smi").write_text("#!/bin/sh\nsleep 30\n")
+    try:
+        shell = shell_for(host)
+        with pytest.raises(TargetError, match=r"a command on 127.0.0.1 did not finish within 1s \(--sglang-command-timeout\)"):
+            collect_host(shell, HostOptions(unit=host.unit, timeout=1.0), where=shell.name)
+        shell.close()
+    finally:
+        host.reset()
+
+
+def test_an_old_driver_without_compute_cap_uses_the_name_table(clean_test_host):
+    host = clean_test_host
+    host.set_output("nvidia-smi", OLD_DRIVER_CASE, OLD_DRIVER_COMPUTE_CAP, 2)
+    shell = shell_for(host)
+    facts = collect_host(shell, HostOptions(unit=host.unit), where=shell.name)
+    assert [g.compute_capability for g in facts.gpus] == [None] * 4
+    assert facts.gpu_source.endswith("(no compute_cap: name table)")
+    shell.close()
+
+
+def test_missing_tools_are_named_and_the_process_is_found_without_systemd(clean_test_host):
+    host = clean_test_host
+    host.remove_tool("nvidia-smi")
+    host.remove_tool("systemctl")
+    shell = shell_for(host)
+    facts = collect_host(shell, HostOptions(unit=host.unit), where=shell.name)
+    assert facts.missing_tools == ["nvidia-smi", "systemctl"]
+    assert facts.gpus == []
+    assert facts.pid == host.sglang_pid  # found by its command line
+    assert facts.launch_command.startswith("python3 -m sglang.launch_server --model-path Qwen/Qwen3.5-122B-A10B")
+    shell.close()
+
+
+@pytest.mark.parametrize("unit", ["x; touch {marker}", "$(touch {marker})", "`touch {marker}`", "sglang.service' ; touch {marker} ; '"])
+def test_hostile_unit_names_are_data_on_the_remote_side_too(clean_test_host, tmp_path, unit):
+    host = clean_test_host
+    marker = tmp_path / "pwned"
+    shell = shell_for(host)
+    collect_host(shell, HostOptions(unit=unit.format(marker=marker), logs=LogSource.parse(f"journald:{unit.format(marker=marker)}")), where=shell.name)
+    shell.close()
+    assert not marker.exists()
+    assert host.refused() == []
+
+
+def test_an_empty_or_rotated_log_file(clean_test_host, tmp_path):
+    host = clean_test_host
+    rotated = tmp_path / "rotated.log"
+    # logrotate moved the start-up to sglang.log.1: only request lines remain here.
+    rotated.write_text("".join(line + "\n" for line in host.runs[-1]["lines"] if "Decode batch" in line or "Prefill batch" in line))
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    shell = shell_for(host)
+    facts = collect_host(shell, HostOptions(logs=LogSource.parse(f"file:{rotated}")), where=shell.name)
+    assert SGLangLogs(source=facts.log_source, lines=facts.log_lines).startup_line is None
+    facts = collect_host(shell, HostOptions(logs=LogSource.parse(f"file:{empty}")), where=shell.name)
+    assert facts.log_lines == []
+    shell.close()
