@@ -209,7 +209,7 @@ def test_proxyjump_through_a_jump_host(clean_test_host, tmp_path):
 
 def test_a_command_that_hangs_is_cut_off(clean_test_host):
     host = clean_test_host
-    (host.bin_dir / "nvidia-smi").write_text("#!/bin/sh\nsleep 30\n")
+    _fake(host, "nvidia-smi", "sleep 30\n")
     try:
         shell = shell_for(host)
         with pytest.raises(TargetError, match=r"a command on 127.0.0.1 did not finish within 1s \(--sglang-command-timeout\)"):
@@ -266,3 +266,46 @@ def test_an_empty_or_rotated_log_file(clean_test_host, tmp_path):
     facts = collect_host(shell, HostOptions(logs=LogSource.parse(f"file:{empty}")), where=shell.name)
     assert facts.log_lines == []
     shell.close()
+
+
+def _fake(host, tool: str, script: str) -> None:
+    path = host.bin_dir / tool
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    "source, tool, script, expected_call",
+    [
+        (
+            "docker:sglang-server",
+            "docker",
+            'echo "docker $*" >> "$HOME/.docker-calls"\n'
+            'case "$1" in inspect) echo 2026-12-02T10:00:00.123456789Z;; logs) cat "$LOG";; *) exit 1;; esac\n',
+            "docker logs --since 2026-12-02T10:00:00.123456789Z sglang-server",
+        ),
+        ("kubectl:serving/sglang-0/server", "kubectl", 'echo "kubectl $*" >> "$HOME/.docker-calls"\ncat "$LOG"\n', "kubectl logs -n serving sglang-0 -c server"),
+        ("cmd:cat \"$LOG\"", None, None, None),
+    ],
+    ids=["docker", "kubectl", "cmd"],
+)
+def test_container_and_command_log_sources(clean_test_host, tmp_path, monkeypatch, source, tool, script, expected_call):
+    host = clean_test_host
+    current = tmp_path / "current.log"
+    current.write_text("".join(line + "\n" for line in host.runs[-1]["lines"]))
+    home = tmp_path
+    if tool:
+        _fake(host, tool, f'LOG={current}\nHOME={home}\n' + script)
+    try:
+        shell = shell_for(host)
+        options = HostOptions(logs=LogSource.parse(source.replace('"$LOG"', str(current))))
+        facts = collect_host(shell, options, where=shell.name)
+        shell.close()
+    finally:
+        if tool:
+            (host.bin_dir / tool).unlink()
+    logs = SGLangLogs(source=facts.log_source, lines=facts.log_lines)
+    assert logs.capacity["max_running_requests"] == 26
+    assert not any("Decode batch" in line for line in logs.lines)  # filtered on the host
+    if expected_call:
+        assert expected_call in (home / ".docker-calls").read_text()
