@@ -34,6 +34,7 @@ class HostOptions:
     unit: str | None = None
     logs: LogSource | None = None
     timeout: float = 30.0
+    port: int | None = None  # the target's HTTP port: picks the right process when several run
 
 
 def collection_script(options: HostOptions) -> str:
@@ -41,6 +42,7 @@ def collection_script(options: HostOptions) -> str:
     unit = options.unit or (options.logs.target if options.logs and options.logs.kind == "journald" else "")
     parts = [
         f"unit={shlex.quote(unit)}",
+        f"port={shlex.quote(str(options.port or ''))}",
         f"__s() {{ printf '\\n{MARK}%s@@\\n' \"$1\"; }}",
         "__s gpus",
         "if command -v nvidia-smi >/dev/null 2>&1; then",
@@ -55,9 +57,15 @@ def collection_script(options: HostOptions) -> str:
         '    pid=$(systemctl show -p MainPID --value "$unit" 2>/dev/null)',
         "  else echo '@@missing systemctl'; fi",
         "fi",
-        # Without a unit (or a unit without a main process), find the launcher by its command line.
+        # Without a unit (or a unit without a main process), find the launcher by its command
+        # line: the one serving the target's port, else the oldest.
         'if [ -z "$pid" ] || [ "$pid" = 0 ]; then',
-        "  pid=$(pgrep -o -f 'sglang[.]launch_server|sglang[ ]serve' 2>/dev/null | head -n 1)",
+        "  pid=",
+        "  for p in $(pgrep -f 'sglang[.]launch_server|sglang[ ]serve' 2>/dev/null); do",
+        "    args=\" $(tr '\\0' ' ' < \"/proc/$p/cmdline\" 2>/dev/null) \"",
+        '    case "$args" in *" --port $port "*|*" --port=$port "*) pid=$p; break;; esac',
+        "  done",
+        "  [ -n \"$pid\" ] || pid=$(pgrep -o -f 'sglang[.]launch_server|sglang[ ]serve' 2>/dev/null | head -n 1)",
         "fi",
         '__s pid; echo "$pid"',
         'if [ -n "$pid" ] && [ "$pid" != 0 ]; then',

@@ -247,6 +247,7 @@ def _host_access(spec: HostSpec, options: TargetOptions) -> tuple[Any, HostOptio
         unit=spec.options.get("unit") or options.unit,
         logs=LogSource.parse(logs_text) if logs_text else None,
         timeout=options.command_timeout,
+        port=spec.port or (443 if spec.scheme == "https" else 80),
     )
     if not ssh:
         if logs_text or host_options.unit:

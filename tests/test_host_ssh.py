@@ -234,7 +234,8 @@ def test_missing_tools_are_named_and_the_process_is_found_without_systemd(clean_
     host.remove_tool("nvidia-smi")
     host.remove_tool("systemctl")
     shell = shell_for(host)
-    facts = collect_host(shell, HostOptions(unit=host.unit), where=shell.name)
+    # Other SGLang servers may run on the same machine (the real tier's): the target's port picks.
+    facts = collect_host(shell, HostOptions(unit=host.unit, port=30000), where=shell.name)
     assert facts.missing_tools == ["nvidia-smi", "systemctl"]
     assert facts.gpus == []
     assert facts.pid == host.sglang_pid  # found by its command line
