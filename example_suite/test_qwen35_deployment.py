@@ -6,7 +6,9 @@ Run it against the bundled simulated deployments:
     pytest example_suite --sglang-host=sim://qwen35-122b-a10b-4xrtx6000-baseline    # all pass
     pytest example_suite --sglang-host=sim://qwen35-122b-a10b-4xrtx6000-candidate   # two fail
 
-or against a live server: ``pytest example_suite --sglang-host=http://gpu1:30000``.
+or against a live server: ``pytest example_suite --sglang-host=http://gpu1:30000``. The log-based
+tests read the current run's log: simulated deployments carry one; for a live server give host
+access (``--sglang-ssh root@gpu1 --sglang-logs journald:sglang.service``), or they are skipped.
 """
 
 import pytest
@@ -65,3 +67,16 @@ def test_prefix_cache_is_on(server_args):
 
 def test_metrics_are_exported(server_args):
     assert server_args.enable_metrics is True
+
+
+def test_the_start_up_log_says_what_the_server_reports(sglang_logs, server_args):
+    # Read from the current run's log, never a time window that may have missed the restart.
+    startup = sglang_logs.startup_line
+    assert startup is not None and startup.complete
+    assert startup.fields["tp_size"] == server_args.tp_size
+    assert startup.fields["model_path"] == server_args.model_path
+
+
+def test_the_launch_uses_no_deprecated_flag(sglang_logs):
+    # SGLang's words for it: "'--flag' is deprecated and will be removed in a future release."
+    assert sglang_logs.search(r"'--[\w-]+' is deprecated") == []

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .facts import GpuFact, HostFacts
 from .logs import KEEP, PREVIOUS_RUN, STARTUP, LogSource, current_run
+from .parse import clean_line
 from .redact import redact_command, redact_log_line
 from .shell import Shell, command
 
@@ -122,7 +123,8 @@ def parse_output(text: str, *, where: str, options: HostOptions) -> HostFacts:
     launch, launch_source = _launch_command(sections, pid, where)
     systemd = _key_values(sections.get("systemd", ""))
     lines, log_source = _logs(sections.get("logs"), options.logs, where)
-    lines = [redact_log_line(line) for line in lines]
+    # ANSI colours and carriage-return residue go; secrets are redacted before anything keeps them.
+    lines = [redact_log_line(clean_line(line)) for line in lines]
     return HostFacts(
         gpus=gpus,
         gpu_source=gpu_source,

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the models and the HTTP stack load only when a test needs a
     from .launch import LaunchCommand
     from .logs import SGLangLogs
     from .models import Effective, ModelInfo, ServerArgs
-    from .target import GpuInfo, Target, TargetOptions
+    from .target import GpuInfo, Target
 
 HOST_FIXTURES = frozenset({"sglang", "server_args", "effective", "model_info", "gpu", "requested", "sglang_logs"})
 NO_HOST_REASON = (

@@ -14,7 +14,7 @@ from pytest_sglang.host import HostOptions, collect_host
 from pytest_sglang.logs import LogSource, SGLangLogs
 from pytest_sglang.shell.ssh import SSHShell
 from pytest_sglang.sim import load_profile
-from testhost import API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN, OLD_DRIVER_CASE, OLD_DRIVER_COMPUTE_CAP, clean_test_host, test_host  # noqa: F401
+from testhost import API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN, OLD_DRIVER_CASE, OLD_DRIVER_COMPUTE_CAP
 
 SECRETS = (API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN)
 
@@ -310,3 +310,17 @@ def test_container_and_command_log_sources(clean_test_host, tmp_path, monkeypatc
     assert not any("Decode batch" in line for line in logs.lines)  # filtered on the host
     if expected_call:
         assert expected_call in (home / ".docker-calls").read_text()
+
+
+def test_the_example_suite_against_the_seed_deployments_host(pytester, clean_test_host, seed_server):
+    """The seed case end to end: GPU facts over SSH (SM120), the current run's journal, and the
+    two silent changes caught while the no-op allreduce flag is shown to change nothing."""
+    import shutil
+
+    from support import ROOT
+
+    shutil.copytree(ROOT / "example_suite", pytester.path, dirs_exist_ok=True)
+    result = pytester.runpytest("--sglang-host", seed_server.url, *ssh_args(clean_test_host), "-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=11, failed=2)
+    result.stdout.fnmatch_lines(["*PASSED*test_flashinfer_allreduce_fusion_is_not_in_effect_on_sm120*"], consecutive=False)
+    result.stdout.fnmatch_lines(["FAILED*test_effective_running_requests_meet_the_sizing*", "FAILED*test_prefill_cuda_graph_is_on*"], consecutive=False)

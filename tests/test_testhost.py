@@ -11,16 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from testhost import (  # noqa: F401  (fixtures are used by name)
+from testhost import (
     API_KEY_JOURNAL,
     HF_TOKEN,
     OLD_DRIVER_CASE,
     OLD_DRIVER_COMPUTE_CAP,
     TestHost,
-    clean_test_host,
     missing_requirements,
     start_test_host,
-    test_host,
 )
 
 paramiko = pytest.importorskip("paramiko")

@@ -43,21 +43,21 @@ def _serve(name: str, kind: str, tmp_path_factory: pytest.TempPathFactory, sglan
     return server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def real_llama(tmp_path_factory, sglang_python):  # type: ignore[no-untyped-def]
     server = _serve("llama-tp1", "llama", tmp_path_factory, sglang_python)
     yield server
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def real_llama_with_key(tmp_path_factory, sglang_python):  # type: ignore[no-untyped-def]
     server = _serve("llama-tp1-key", "llama", tmp_path_factory, sglang_python, api_key=API_KEY)
     yield server
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def real_qwen_moe_tp2(tmp_path_factory, sglang_python):  # type: ignore[no-untyped-def]
     server = _serve("qwen3moe-tp2", "qwen3moe", tmp_path_factory, sglang_python, tp=2)
     yield server
