@@ -32,7 +32,7 @@ _EXPORTS = {
     "HostSpec": "spec",
     "parse_spec": "spec",
     "Target": "target",
-    "TargetOptions": "target",
+    "TargetOptions": "options",
     "connect": "target",
 }
 
@@ -59,4 +59,5 @@ if TYPE_CHECKING:
     from .normaliser import Snapshot, normalise
     from .parse import CapacityLine, StartupLine, parse_capacity_line, parse_startup_line
     from .spec import HostSpec, parse_spec
-    from .target import Target, TargetOptions, connect
+    from .options import TargetOptions
+    from .target import Target, connect

@@ -133,7 +133,7 @@ class SGLangPlugin:
             sm = sm_from_capability(sm_text) if sm_text else None
         except SpecError as exc:
             raise pytest.UsageError(f"--sglang-sm: {exc}") from None
-        from .target import TargetOptions
+        from .options import TargetOptions
 
         self.options = TargetOptions(
             api_key=_option(config, "sglang_api_key", "SGLANG_API_KEY"),

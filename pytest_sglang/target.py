@@ -23,6 +23,7 @@ from .launch import LaunchCommand
 from .logs import LogSource, SGLangLogs
 from .models import Effective, ModelInfo, ServerArgs
 from .normaliser import Snapshot, normalise
+from .options import TargetOptions
 from .spec import HostSpec, parse_spec
 
 
@@ -51,23 +52,6 @@ class GpuInfo:
             in_use=list(host.gpus_in_use) if host else [],
             source=e.source_of("sm") if e.sm is not None else e.source_of("gpu_name"),
         )
-
-
-@dataclass(frozen=True)
-class TargetOptions:
-    api_key: str | None = None
-    timeout: float = 10.0
-    wait_ready: float = 0.0
-    sm: int | None = None
-    # host access
-    ssh: str | None = None  # user@host[:port], an ~/.ssh/config alias, or "local"
-    ssh_key: str | None = None
-    ssh_insecure: bool = False
-    ssh_known_hosts: str | None = None
-    ssh_config: str | None = None
-    unit: str | None = None
-    logs: str | None = None
-    command_timeout: float = 30.0
 
 
 class Target:

@@ -833,6 +833,9 @@ def _include_usage(body: dict[str, Any]) -> bool:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, so clients reuse connections
+    # Headers and body leave in separate writes: with Nagle's algorithm on, a keep-alive client's
+    # delayed ACK would hold every answer back by ~40 ms.
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def version_string(self) -> str:
