@@ -17,12 +17,18 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable, Mapping, Sequence
 
+from packaging.version import Version
+
 from .redact import REDACTED, is_secret_key, redact_command
 from .versions import parse_version
 
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _NEGATIVE_NUMBER = re.compile(r"^-\d+(\.\d+)?$")
-_TABLES = {"0.5.23": "sglang-cli-0.5.23.json"}
+# SGLang's own flag tables: 0.5.23 from its argparse parser, older ones from the wheels'
+# add_argument calls (tests/real_sglang/ writes and checks them).
+_TABLES = {v: f"sglang-cli-{v}.json" for v in ("0.5.5", "0.5.9", "0.5.12", "0.5.23")}
+# 0.5.19 rewrote how flags are declared (dataclass fields); tables on either side do not mix.
+_FIELD_DECLARED_FROM = "0.5.19"
 
 
 @dataclass(frozen=True)
@@ -56,12 +62,16 @@ def flag_table(sglang_version: str | None = None) -> FlagTable:
 
 
 def _nearest_table(version: str | None) -> str:
+    """The newest table not newer than ``version``, within the same flag-declaration era."""
     wanted = parse_version(version)
-    known = sorted(_TABLES, key=lambda v: parse_version(v))  # type: ignore[arg-type,return-value]
+    known = sorted(_TABLES, key=lambda v: Version(v))
     if wanted is None:
         return known[-1]
-    older = [v for v in known if parse_version(v) <= wanted]  # type: ignore[operator]
-    return older[-1] if older else known[0]
+    wanted = Version(wanted.base_version)
+    boundary = Version(_FIELD_DECLARED_FROM)
+    same_era = [v for v in known if (Version(v) >= boundary) == (wanted >= boundary)] or known
+    older = [v for v in same_era if Version(v) <= wanted]
+    return older[-1] if older else same_era[0]
 
 
 @dataclass

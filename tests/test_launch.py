@@ -145,3 +145,50 @@ def test_the_server_info_launch_command_has_no_entry_point():
     launch = parse_launch_command("--model-path /m --device cpu --tp 2 --api-key sk-9")
     assert launch.entrypoint is None and launch.problems == []
     assert launch.requested == {"model_path": "/m", "device": "cpu", "tp_size": 2, "api_key": REDACTED}
+
+
+SEED_COMMAND = (
+    "python -m sglang.launch_server --model-path Qwen/Qwen3.5-122B-A10B --tp 4 --cuda-graph-max-bs 256 "
+    "--disable-piecewise-cuda-graph --enable-flashinfer-allreduce-fusion --speculative-algo NEXTN"
+)
+
+
+def test_a_command_is_read_with_the_flag_table_of_its_sglang_version():
+    era = parse_launch_command(SEED_COMMAND, sglang_version="0.5.12")
+    assert era.flag_table_version == "0.5.12" and era.problems == []
+    assert era.requested == {
+        "model_path": "Qwen/Qwen3.5-122B-A10B",
+        "tp_size": 4,
+        "cuda_graph_max_bs": 256,
+        "disable_piecewise_cuda_graph": True,
+        "enable_flashinfer_allreduce_fusion": True,
+        "speculative_algorithm": "NEXTN",
+    }
+    # The same command on 0.5.23 would not start: one flag is gone, one is now ambiguous.
+    newest = parse_launch_command(SEED_COMMAND, sglang_version="0.5.23")
+    assert newest.problems == [
+        "--cuda-graph-max-bs is ambiguous in SGLang 0.5.23 (could be --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill): SGLang refuses to start",
+        "--disable-piecewise-cuda-graph is not a flag of SGLang 0.5.23",
+    ]
+
+
+@pytest.mark.parametrize(
+    "version, table",
+    [("0.5.3", "0.5.5"), ("0.5.8.post1", "0.5.5"), ("0.5.10", "0.5.9"), ("0.5.13", "0.5.12"), ("0.5.18", "0.5.12"), ("0.5.19", "0.5.23"), ("0.5.23", "0.5.23"), (None, "0.5.23")],
+)
+def test_the_nearest_table_of_the_same_flag_era_is_used(version, table):
+    assert parse_launch_command("--model-path m", sglang_version=version).flag_table_version == table
+
+
+@pytest.mark.parametrize("version, corpus_file", [("0.5.12", "26.txt"), ("0.5.9", "02.txt")])
+def test_a_flag_table_knows_the_fields_its_era_prints_at_start_up(version, corpus_file):
+    from support import CORPUS
+
+    from pytest_sglang import parse_startup_line
+    from pytest_sglang.launch import flag_table
+
+    printed = set(parse_startup_line(corpus_text(CORPUS / "server_args" / corpus_file)).fields)
+    known = set(flag_table(version).fields)
+    # Fields no flag sets (Engine-only) and a dev build's extras aside, every printed field has its flag.
+    unknown = printed - known - {"admin_api_key", "custom_sigquit_handler"}
+    assert len(unknown) <= 5, sorted(unknown)

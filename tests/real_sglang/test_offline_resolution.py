@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import generate_data
 import harness
 
@@ -26,3 +28,12 @@ def test_the_packaged_flag_table_is_sglangs_own(sglang_python):
     out = subprocess.run([str(sglang_python), str(harness.HERE / "sglang_offline.py"), "cli-table"], capture_output=True, text=True, check=True).stdout
     packaged = ROOT / "pytest_sglang" / "knowledge_data" / f"sglang-cli-{harness.SGLANG_VERSION}.json"
     assert json.loads(out) == json.loads(packaged.read_text())
+
+
+@pytest.mark.parametrize("version", ["0.5.5", "0.5.9", "0.5.12"])
+def test_the_older_flag_tables_are_read_from_their_wheels(version):
+    import flag_table_from_source
+
+    fresh = flag_table_from_source.table(flag_table_from_source.server_args_source(version), version)
+    packaged = ROOT / "pytest_sglang" / "knowledge_data" / f"sglang-cli-{version}.json"
+    assert fresh == json.loads(packaged.read_text())
