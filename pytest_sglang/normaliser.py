@@ -3,6 +3,7 @@ is handled here (and in :mod:`pytest_sglang.knowledge`), nowhere else."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -251,12 +252,13 @@ def _capacity_line(lines: list[str]) -> dict[str, Any] | None:
     return found.values if found else None
 
 
-def _mamba_from_log(lines: list[str]) -> int | None:
-    import re
+_MAMBA_LINE = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
 
+
+def _mamba_from_log(lines: list[str]) -> int | None:
     value = None
     for line in lines:
-        match = re.search(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)", line)
+        match = _MAMBA_LINE.search(line)
         if match:
             value = int(match.group(1))
     return value

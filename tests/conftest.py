@@ -6,6 +6,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
+# Loaded here, before any in-process pytester run: pytester drops the modules first imported
+# inside a run, and the plugin imports its HTTP stack lazily (a re-imported http.cookiejar
+# would no longer match the classes requests already holds).
+import pytest_sglang.target  # noqa: F401
 from support import artefact
 from testhost import clean_test_host, test_host  # noqa: F401  (one session-wide test host for every module)
 

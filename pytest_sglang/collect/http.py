@@ -56,19 +56,20 @@ class HttpClient:
         """Any request to the server, with the session's auth and timeout; transport
         failures become one-line :class:`TargetError`."""
         kwargs.setdefault("timeout", self.timeout)
-        attempts = 1 + (self.retries if method in ("GET", "HEAD") else 0)
-        for attempt in range(attempts):
+        retries_left = self.retries if method in ("GET", "HEAD") else 0
+        while True:
             try:
                 return self.session.request(method, self.url(path), **kwargs)
             except requests.ConnectionError as exc:
                 # Retry only failures to set up a connection (refused while restarting, a
                 # dropped keep-alive); never a timeout, which may mean the server is working.
-                if attempt + 1 == attempts or isinstance(exc, requests.Timeout) or "timed out" in str(exc).lower():
+                timed_out = isinstance(exc, requests.Timeout) or "timed out" in str(exc).lower()
+                if retries_left == 0 or timed_out:
                     raise TargetError(self._describe(exc, path)) from None
-                time.sleep(0.1 * (attempt + 1))
+                retries_left -= 1
+                time.sleep(0.1 * (self.retries - retries_left))
             except requests.RequestException as exc:
                 raise TargetError(self._describe(exc, path)) from None
-        raise AssertionError("unreachable")
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
         return self.request("GET", path, **kwargs)
