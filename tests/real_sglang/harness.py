@@ -24,6 +24,14 @@ SGLANG_VERSION = "0.5.23"
 CACHE = Path(os.environ.get("PYTEST_SGLANG_REAL_CACHE", Path.home() / ".cache" / "pytest-sglang"))
 VENV = Path(os.environ.get("PYTEST_SGLANG_REAL_VENV", CACHE / f"sglang-{SGLANG_VERSION}"))
 MODELS = CACHE / "models"
+# What every real server must satisfy through the plugin's fixtures (a pytester suite).
+FIXTURE_SUITE = """
+def test_fixtures(sglang, server_args, effective, model_info):
+    assert sglang.version == "0.5.23"
+    assert server_args.device == "cpu"
+    assert effective.max_running_requests > 0
+    assert model_info.architectures
+"""
 # The key the api-key case launches with; the tests prove it never reaches the plugin's output.
 API_KEY = "sk-real-LAUNCHKEY-7781"
 

@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-
 import pytest
 import requests
 
-from harness import API_KEY
-
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
-
-FIXTURE_SUITE = """
-def test_fixtures(sglang, server_args, effective, model_info):
-    assert sglang.version == "0.5.23"
-    assert server_args.device == "cpu"
-    assert effective.max_running_requests > 0
-    assert model_info.architectures
-"""
-
+from harness import API_KEY, FIXTURE_SUITE
 
 @pytest.mark.parametrize(
     "args, outcome, message",

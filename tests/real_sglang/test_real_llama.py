@@ -4,22 +4,17 @@ One module per server, so each server runs only while its tests do."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import shutil
 
 import requests
 
+from harness import FIXTURE_SUITE
 from pytest_sglang import connect, parse_capacity_line, parse_startup_line
 from pytest_sglang.facts import SERVER_INFO_EXTRA_KEYS
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
-
-FIXTURE_SUITE = """
-def test_fixtures(sglang, server_args, effective, model_info):
-    assert sglang.version == "0.5.23"
-    assert server_args.device == "cpu"
-    assert effective.max_running_requests > 0
-    assert model_info.architectures
-"""
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_plugins_fixtures_resolve_against_the_real_server(pytester, real_llama):

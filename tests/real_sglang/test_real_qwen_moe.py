@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-
 import requests
 
+from harness import FIXTURE_SUITE
 from pytest_sglang import connect, parse_capacity_line
-
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
-
-FIXTURE_SUITE = """
-def test_fixtures(sglang, server_args, effective, model_info):
-    assert sglang.version == "0.5.23"
-    assert server_args.device == "cpu"
-    assert effective.max_running_requests > 0
-    assert model_info.architectures
-"""
-
 
 def test_the_tp2_qwen3_moe_server(pytester, real_qwen_moe_tp2):
     raw = requests.get(f"{real_qwen_moe_tp2.url}/server_info", timeout=10).json()
