@@ -174,7 +174,7 @@ def _normalise(facts: Facts) -> Snapshot:
         pick.set(name, arg(name))
 
     # --- CUDA graphs: three eras of fields ----------------------------------------------
-    _cuda_graphs(pick, arg)
+    _cuda_graphs(pick, arg, asked)
 
     # --- kernels, communication ---------------------------------------------------------
     pick.set("attention_backend", arg("attention_backend"))
@@ -264,7 +264,7 @@ def _mamba_from_log(lines: list[str]) -> int | None:
     return value
 
 
-def _cuda_graphs(pick: _Pick, arg: Any) -> None:
+def _cuda_graphs(pick: _Pick, arg: Any, asked: Any) -> None:
     config, config_src = arg("cuda_graph_config")
     disabled_all, disabled_src = arg("disable_cuda_graph")
     if isinstance(config, dict):  # 0.5.14+: CudaGraphConfig(decode=PhaseConfig, prefill=PhaseConfig)
@@ -275,7 +275,11 @@ def _cuda_graphs(pick: _Pick, arg: Any) -> None:
             pick.set("decode_cuda_graph", (d_backend != "disabled", f"{config_src}.decode.backend = {d_backend!r}"))
         pick.set("decode_cuda_graph_max_bs", (decode.get("max_bs"), f"{config_src}.decode.max_bs"))
         if p_backend is not None:
-            pick.set("prefill_cuda_graph", (p_backend != "disabled", f"{config_src}.prefill.backend = {p_backend!r}"))
+            pick.set(
+                "prefill_cuda_graph",
+                (p_backend != "disabled", f"{config_src}.prefill.backend = {p_backend!r}"),
+                requested=asked("cuda_graph_backend_prefill"),
+            )
             pick.set("prefill_cuda_graph_backend", (p_backend, f"{config_src}.prefill.backend"))
         return
     if disabled_all is not None:
@@ -291,11 +295,11 @@ def _cuda_graphs(pick: _Pick, arg: Any) -> None:
     enable_pcg, enable_src = arg("enable_piecewise_cuda_graph")
     if disable_pcg is not None:  # 0.5.10-0.5.13: piecewise on by default
         on = not disable_pcg
-        pick.set("prefill_cuda_graph", (on, f"{disable_src} = {disable_pcg!r}"))
+        pick.set("prefill_cuda_graph", (on, f"{disable_src} = {disable_pcg!r}"), requested=asked("disable_piecewise_cuda_graph"))
         pick.set("prefill_cuda_graph_backend", ("piecewise" if on else "disabled", f"{disable_src} = {disable_pcg!r}"))
     elif enable_pcg is not None:  # <= 0.5.9: piecewise opt-in
         on = bool(enable_pcg)
-        pick.set("prefill_cuda_graph", (on, f"{enable_src} = {enable_pcg!r}"))
+        pick.set("prefill_cuda_graph", (on, f"{enable_src} = {enable_pcg!r}"), requested=asked("enable_piecewise_cuda_graph"))
         pick.set("prefill_cuda_graph_backend", ("piecewise" if on else "disabled", f"{enable_src} = {enable_pcg!r}"))
 
 
