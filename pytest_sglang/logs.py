@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from .errors import ParseError, SpecError
-from .parse import CapacityLine, StartupLine, clean_line, parse_capacity_line, parse_startup_line
+from .parse import (
+    CapacityLine,
+    StartupLine,
+    clean_line,
+    parse_capacity_line,
+    parse_startup_line,
+)
 
 # Lines worth bringing back: SGLang prints no level names, so these are matched by text.
 # POSIX ERE without backslashes (they travel through awk -v): [.] for a literal dot.
@@ -52,6 +58,7 @@ KEEP_PATTERNS: tuple[str, ...] = (
 KEEP = "|".join(KEEP_PATTERNS)
 # Seen before this run's start-up line, these lines belong to the previous run.
 PREVIOUS_RUN = "fired up and ready to roll|Decode batch|Prefill batch| TP[0-9]+[]]|POST /|GET /"
+_MAMBA_LINE = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
 ADJUSTMENT = re.compile(
     r"is reset to|is deprecated|Disabling|disabling|Automatically setting|Auto-enabling|is capped to|"
     r"was reduced from|is adjusted|Disable piecewise|Piecewise cuda graph is disabled|forcibly disabled|"
@@ -119,6 +126,15 @@ class SGLangLogs:
                     return parse_capacity_line(line)
                 except ParseError:
                     continue
+        return None
+
+    @property
+    def mamba_cache_size(self) -> int | None:
+        """``max_mamba_cache_size`` of the last ``Mamba Cache is allocated`` line."""
+        for line in reversed(self.lines):
+            match = _MAMBA_LINE.search(line)
+            if match:
+                return int(match.group(1))
         return None
 
     @property

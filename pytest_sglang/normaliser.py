@@ -3,17 +3,15 @@ is handled here (and in :mod:`pytest_sglang.knowledge`), nowhere else."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import _reads, knowledge
 from .facts import SERVER_INFO_EXTRA_KEYS, Facts
 from .gpu import sm_from_capability, sm_from_name
-from .models import Effective, ModelInfo, Provenance, ServerArgs
-from .parse import CapacityLine, parse_capacity_line, parse_startup_line
-from .errors import ParseError
 from .launch import LaunchCommand, parse_launch_command
+from .logs import SGLangLogs
+from .models import Effective, ModelInfo, Provenance, ServerArgs
 
 SI = "/server_info"
 
@@ -83,23 +81,19 @@ def _normalise(facts: Facts) -> Snapshot:
     # server_args: /server_info, else the start-up line from the host's log.
     args_source = where_si
     arg_fields = {k: v for k, v in info.items() if k not in SERVER_INFO_EXTRA_KEYS}
-    log_lines = host.log_lines if host else []
-    if not arg_fields and log_lines:
-        for line in log_lines:
-            if "server_args=" in line:
-                try:
-                    parsed = parse_startup_line(line)
-                except ParseError:
-                    continue
-                arg_fields = dict(parsed.fields)
-                args_source = f"start-up log ({host.log_source if host else 'log'})"
-                if not parsed.complete:
-                    warnings.append(f"start-up line is {parsed.describe()}")
+    logs = SGLangLogs(source=host.log_source or "log", lines=list(host.log_lines)) if host else SGLangLogs(source="log")
+    startup = logs.startup_line if not arg_fields else None
+    if startup is not None:
+        arg_fields = dict(startup.fields)
+        args_source = f"start-up log ({logs.source})"
+        if not startup.complete:
+            warnings.append(f"start-up line is {startup.describe()}")
     server_args = ServerArgs.from_mapping(arg_fields).bind("server_args", args_source, facts.target)
     model_info = ModelInfo.model_validate(facts.body("model_info") or {}).bind(
         "model_info", facts.where("model_info"), facts.target
     )
-    capacity = _capacity_line(log_lines)
+    capacity_line = logs.capacity
+    capacity = capacity_line.values if capacity_line else None
     cap_src = f"scheduler capacity line ({host.log_source})" if host and host.log_source else "scheduler capacity line"
 
     def arg(name: str) -> tuple[Any, str]:
@@ -181,12 +175,11 @@ def _normalise(facts: Facts) -> Snapshot:
     pick.set("moe_runner_backend", arg("moe_runner_backend"))
     pick.set("speculative_algorithm", arg("speculative_algorithm"))
     pick.set("speculative_num_draft_tokens", arg("speculative_num_draft_tokens"))
-    mamba_log = _mamba_from_log(log_lines)
     pick.set(
         "mamba_cache_size",
         (state0.get("max_mamba_cache_size"), f"{where_si} internal_states[0].max_mamba_cache_size"),
         (info.get("max_mamba_cache_size"), f"{where_si} max_mamba_cache_size"),
-        (mamba_log, "start-up log 'Mamba Cache is allocated' line"),
+        (logs.mamba_cache_size, "start-up log 'Mamba Cache is allocated' line"),
     )
 
     # --- model --------------------------------------------------------------------------
@@ -239,29 +232,6 @@ def _launch(info: dict[str, Any], where_si: str, host: Any) -> tuple[str | None,
     if host is not None and host.launch_command:
         return host.launch_command, host.launch_command_source
     return None, None
-
-
-def _capacity_line(lines: list[str]) -> dict[str, Any] | None:
-    found: CapacityLine | None = None
-    for line in lines:
-        if "max_total_num_tokens=" in line and "chunked_prefill_size=" in line:
-            try:
-                found = parse_capacity_line(line)
-            except ParseError:
-                continue
-    return found.values if found else None
-
-
-_MAMBA_LINE = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
-
-
-def _mamba_from_log(lines: list[str]) -> int | None:
-    value = None
-    for line in lines:
-        match = _MAMBA_LINE.search(line)
-        if match:
-            value = int(match.group(1))
-    return value
 
 
 def _cuda_graphs(pick: _Pick, arg: Any, asked: Any) -> None:
