@@ -98,11 +98,11 @@ def scrub(text: str, secrets: list[str]) -> str:
     return text
 
 
-_SECRET_FIELD = r"(?:api_key|admin_api_key|ssl_keyfile_password|watermark_key|watermark_key_b|watermark_config|hf_token|\w*_(?:api_key|password|secret|access_token|auth_token))"
 _QUOTED = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\""""
-_REPR_FIELD = re.compile(rf"\b({_SECRET_FIELD})=({_QUOTED})")  # ServerArgs(api_key='...')
-_DICT_FIELD = re.compile(rf"""(['"])({_SECRET_FIELD})\1(\s*:\s*)({_QUOTED})""")  # {'api_key': '...'}
-_CLI_FLAG = re.compile(r"(--(?:[\w-]*-)?(?:api-key|password|token|secret|watermark-key(?:-b)?|watermark-config))([= ])(\S+)", re.I)
+# Any field or flag in these shapes; is_secret_key and _FLAG_SECRET decide which are secrets.
+_REPR_FIELD = re.compile(rf"\b(\w+)=({_QUOTED})")  # ServerArgs(api_key='...')
+_DICT_FIELD = re.compile(rf"""(['"])(\w+)\1(\s*:\s*)({_QUOTED})""")  # {'api_key': '...'}
+_CLI_FLAG = re.compile(r"(--[\w-]+)([= ])(\S+)")  # --api-key x
 
 
 def redact_log_line(line: str) -> str:
@@ -110,6 +110,9 @@ def redact_log_line(line: str) -> str:
     ``'api_key': 'x'`` in the dict line, ``--api-key x`` in a logged command line."""
     if "key" not in line and "password" not in line and "token" not in line and "secret" not in line:
         return line
-    line = _REPR_FIELD.sub(lambda m: f"{m.group(1)}='{REDACTED}'", line)
-    line = _DICT_FIELD.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}'{REDACTED}'", line)
-    return _CLI_FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", line)
+    line = _REPR_FIELD.sub(lambda m: f"{m.group(1)}='{REDACTED}'" if is_secret_key(m.group(1)) else m.group(0), line)
+    line = _DICT_FIELD.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}'{REDACTED}'" if is_secret_key(m.group(2)) else m.group(0),
+        line,
+    )
+    return _CLI_FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}" if _FLAG_SECRET.match(m.group(1)) else m.group(0), line)
