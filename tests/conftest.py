@@ -7,8 +7,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 # Loaded here, before any in-process pytester run: pytester drops the modules first imported
-# inside a run, and the plugin imports its HTTP stack lazily (a re-imported http.cookiejar
-# would no longer match the classes requests already holds).
+# inside a run, and the plugin imports its HTTP and SSH stacks lazily (a re-imported
+# http.cookiejar or cryptography backend would no longer match what requests and paramiko hold).
+import paramiko  # noqa: F401
 import pytest_sglang.target  # noqa: F401
 from support import artefact
 from testhost import clean_test_host, test_host  # noqa: F401  (one session-wide test host for every module)
