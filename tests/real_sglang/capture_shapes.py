@@ -22,9 +22,13 @@ from support import shape  # noqa: E402
 
 DATA = HERE.parent / "data" / f"real-{harness.SGLANG_VERSION}-shapes.json"
 
-GENERATE = {"text": "the quick brown fox", "sampling_params": {"max_new_tokens": 4}}
-COMPLETION = {"prompt": "the quick brown fox", "max_tokens": 4}
-CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+# A random tiny model may emit its end-of-sequence token at any step, and the
+# answer's shape then changes (matched_stop becomes a token id). Greedy decoding
+# that ignores EOS makes every capture finish on length, as the simulator does.
+GREEDY = {"temperature": 0, "ignore_eos": True}
+GENERATE = {"text": "the quick brown fox", "sampling_params": {"max_new_tokens": 4, **GREEDY}}
+COMPLETION = {"prompt": "the quick brown fox", "max_tokens": 4, **GREEDY}
+CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, **GREEDY}
 
 
 def frames(url: str, path: str, body: dict[str, Any]) -> list[Any]:
