@@ -14,7 +14,7 @@ from pytest_sglang.host import HostOptions, collect_host
 from pytest_sglang.logs import LogSource, SGLangLogs
 from pytest_sglang.shell.ssh import SSHShell
 from pytest_sglang.sim import load_profile
-from testhost import API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN, OLD_DRIVER_CASE, OLD_DRIVER_COMPUTE_CAP
+from testhost import API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN, OLD_DRIVER_CASE, OLD_DRIVER_COMPUTE_CAP, STANDIN_PORT
 
 SECRETS = (API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN)
 
@@ -235,7 +235,7 @@ def test_missing_tools_are_named_and_the_process_is_found_without_systemd(clean_
     host.remove_tool("systemctl")
     shell = shell_for(host)
     # Other SGLang servers may run on the same machine (the real tier's): the target's port picks.
-    facts = collect_host(shell, HostOptions(unit=host.unit, port=30000), where=shell.name)
+    facts = collect_host(shell, HostOptions(unit=host.unit, port=STANDIN_PORT), where=shell.name)
     assert facts.missing_tools == ["nvidia-smi", "systemctl"]
     assert facts.gpus == []
     assert facts.pid == host.sglang_pid  # found by its command line

@@ -75,6 +75,13 @@ API_KEY_JOURNAL = "sk-journal-SECRET-123"  # api_key in run 2 and 3's server_arg
 API_KEY_PROCESS = "sk-proc-SECRET-456"  # --api-key in the running process's argv (/proc, systemctl)
 HF_TOKEN = "hf_env_SECRET_789"  # in the running process's environment only
 
+# The port the stand-in SGLang process listens on, as far as its command line says. Each xdist
+# worker starts its own test host on this one machine, and the plugin picks the SGLang process by
+# the target's port, so every worker's stand-in gets a port of its own (below the ephemeral range,
+# where the real tier's servers listen).
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+STANDIN_PORT = 30000 + (int(_WORKER[2:]) if _WORKER[2:].isdigit() else 0)
+
 STANDIN_ARGV = [
     "python3", "-m", "sglang.launch_server",
     "--model-path", MODEL, "--tp", "4", "--max-running-requests", "48",
@@ -82,7 +89,7 @@ STANDIN_ARGV = [
     "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3",
     "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
     "--mamba-scheduler-strategy", "extra_buffer",
-    "--host", "0.0.0.0", "--port", "30000", "--api-key", API_KEY_PROCESS,
+    "--host", "0.0.0.0", "--port", str(STANDIN_PORT), "--api-key", API_KEY_PROCESS,
 ]  # fmt: skip
 
 # What an old driver answers when asked for compute_cap: set_output("nvidia-smi", "query-gpu:compute_cap", ...).
@@ -725,7 +732,7 @@ _NEWEST_AGE = 2.0  # seconds before "now" of the newest journal entry
 
 def _argv_for(name: str) -> list[str]:
     head = ["python3", "-m", "sglang.launch_server", "--model-path", MODEL, "--tp", "4"]
-    tail = ["--host", "0.0.0.0", "--port", "30000"]
+    tail = ["--host", "0.0.0.0", "--port", str(STANDIN_PORT)]
     spec = [
         "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3",
         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
@@ -757,7 +764,7 @@ def _server_args(name: str) -> dict[str, Any]:
         tokenizer_path=MODEL,
         served_model_name=MODEL,
         host="0.0.0.0",
-        port=30000,
+        port=STANDIN_PORT,
         tp_size=4,
         mem_fraction_static=0.7392700000000001 if spec else 0.77714,
         max_running_requests=48,
@@ -901,7 +908,7 @@ def _run_lines(run: dict, rng: random.Random, end_us: int) -> list[tuple[int, st
     add(ready - 3.0, f"INFO:     Started server process [{run['pid']}]")
     add(ready - 2.99, "INFO:     Waiting for application startup.")
     add(ready - 2.98, "INFO:     Application startup complete.")
-    add(ready - 2.97, "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)")
+    add(ready - 2.97, f"INFO:     Uvicorn running on http://0.0.0.0:{STANDIN_PORT} (Press CTRL+C to quit)")
     add(ready - 1.9, 'INFO:     127.0.0.1:40112 - "GET /model_info HTTP/1.1" 200 OK')
     add(ready - 1.2, "Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
         "mamba usage: 0.01, #running-req: 0, #queue-req: 0, #pending-token: 0, cuda graph: False, "
