@@ -7,6 +7,13 @@ and recorded ``nvidia-smi``/``systemctl`` outputs.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
 import pytest
 
 from pytest_sglang import TargetError
@@ -172,6 +179,36 @@ def test_ssh_problems_are_one_clear_line(pytester, clean_test_host, seed_server,
     assert "Traceback" not in result.stdout.str()
 
 
+GPU_COUNT_SUITE = """
+import pytest
+
+def test_count(effective):
+    print("COUNT", effective.gpu_count, "FROM", effective.source_of("gpu_count"))
+
+@pytest.mark.requires_gpus(8)
+def test_needs_eight():
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    "apps, count, source",
+    [
+        (None, 4, "the SGLang process uses GPU 0, 1, 2, 3"),
+        ("", 4, "CUDA_VISIBLE_DEVICES=0,1,2,3 of the SGLang process"),
+    ],
+    ids=["compute-apps", "no-compute-apps"],
+)
+def test_requires_gpus_counts_the_gpus_the_server_uses(pytester, clean_test_host, seed_server, apps, count, source):
+    host = clean_test_host
+    if apps is not None:  # a driver or container that lists no compute apps
+        host.set_output("nvidia-smi", "query-compute-apps", apps)
+    pytester.makepyfile(GPU_COUNT_SUITE)
+    result = pytester.runpytest("--sglang-host", seed_server.url, *ssh_args(host), "-s", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines([f"*COUNT {count} FROM *{source}", f"*requires_gpus(8): * uses {count} GPU(s) (*{source}*)*"])
+
+
 def test_insecure_skips_the_host_key_check_and_the_header_says_so(pytester, clean_test_host, seed_server, tmp_path):
     host = clean_test_host
     empty = tmp_path / "known_hosts"
@@ -205,6 +242,62 @@ def test_proxyjump_through_a_jump_host(clean_test_host, tmp_path):
     assert shell._jump is not None and shell._jump.round_trips == 0  # the jump host only forwards
     assert facts.pid == host.sglang_pid
     shell.close()
+
+
+@pytest.fixture
+def ssh_agent(tmp_path_factory, monkeypatch):
+    """A real ssh-agent on a socket of its own, and a home directory without keys."""
+    agent = shutil.which("ssh-agent")
+    if agent is None:
+        pytest.skip("ssh-agent is not installed (apt-get install openssh-client)")
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    sock = Path(tempfile.mkdtemp(prefix="agent-", dir="/tmp")) / "s"
+    proc = subprocess.Popen([agent, "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if sock.exists():
+            break
+        time.sleep(0.05)
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+    yield sock
+    proc.terminate()
+    proc.wait(timeout=10)
+    shutil.rmtree(sock.parent, ignore_errors=True)
+
+
+def _encrypted_copy(key: Path, where: Path) -> Path:
+    copy = where / "encrypted_key"
+    shutil.copy(key, copy)
+    copy.chmod(0o600)
+    subprocess.run(["ssh-keygen", "-q", "-p", "-P", "", "-N", "a passphrase", "-f", str(copy)], check=True, capture_output=True)
+    return copy
+
+
+def test_the_ssh_agent_holds_the_key(clean_test_host, ssh_agent, tmp_path):
+    host = clean_test_host
+    encrypted = _encrypted_copy(host.client_key, tmp_path)
+    # Without the key in the agent, an encrypted key is one line that says what to do.
+    with pytest.raises(TargetError, match=r"^the SSH key for .* is encrypted: load it into ssh-agent \(ssh-add\) and run again$"):
+        shell_for(host, key_filename=str(encrypted)).connect()
+    subprocess.run(["ssh-add", "-q", str(host.client_key)], check=True, capture_output=True, env={**os.environ, "SSH_AUTH_SOCK": str(ssh_agent)})
+    # No key file at all: the agent's key logs in.
+    shell = SSHShell(f"{host.user}@{host.host}:{host.port}", known_hosts=str(host.known_hosts))
+    assert collect_host(shell, journald(host), where=shell.name).pid == host.sglang_pid
+    shell.close()
+    # The encrypted key file names the identity; the agent signs with it.
+    shell = shell_for(host, key_filename=str(encrypted))
+    assert collect_host(shell, journald(host), where=shell.name).pid == host.sglang_pid
+    shell.close()
+
+
+def test_an_unauthorized_key_in_the_agent_is_one_line(clean_test_host, ssh_agent):
+    host = clean_test_host
+    subprocess.run(["ssh-add", "-q", str(host.wrong_key)], check=True, capture_output=True, env={**os.environ, "SSH_AUTH_SOCK": str(ssh_agent)})
+    shell = SSHShell(f"{host.user}@{host.host}:{host.port}", known_hosts=str(host.known_hosts))
+    with pytest.raises(TargetError) as info:
+        shell.connect()
+    message = str(info.value)
+    assert "\n" not in message and "refused" in message and "ssh-agent" in message
 
 
 def test_a_command_that_hangs_is_cut_off(clean_test_host):
