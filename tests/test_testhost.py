@@ -268,13 +268,11 @@ def test_fake_tool_calls_are_recorded_shell_quoted(clean_test_host: TestHost, cl
 # ---- lifecycle ---------------------------------------------------------------------------------------
 
 
-def test_start_is_fast_and_stop_leaves_nothing(tmp_path: Path) -> None:
+def test_start_runs_every_part_and_stop_leaves_nothing(tmp_path: Path) -> None:
     if missing_requirements():
         pytest.skip("; ".join(missing_requirements()))
-    t0 = time.monotonic()
     host = start_test_host(tmp_path / "host")
     try:
-        assert time.monotonic() - t0 < 5
         pids = [host.sglang_pid, *host.child_pids, int((host.root / "sshd.pid").read_text())]
         assert all(Path(f"/proc/{p}").exists() for p in pids)
     finally:
