@@ -24,11 +24,9 @@ from .versions import parse_version
 
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _NEGATIVE_NUMBER = re.compile(r"^-\d+(\.\d+)?$")
-# SGLang's own flag tables: 0.5.23 from its argparse parser, older ones from the wheels'
-# add_argument calls (tests/real_sglang/ writes and checks them).
-_TABLES = {v: f"sglang-cli-{v}.json" for v in ("0.5.5", "0.5.9", "0.5.12", "0.5.23")}
-# 0.5.19 rewrote how flags are declared (dataclass fields); tables on either side do not mix.
-_FIELD_DECLARED_FROM = "0.5.19"
+# SGLang's own flag tables, one per release, each the argparse parser of that release
+# (tests/real_sglang/flag_table_live.py writes them and the real tier checks them).
+_TABLE_PREFIX = "sglang-cli-"
 
 
 @dataclass(frozen=True)
@@ -38,40 +36,69 @@ class FlagTable:
     sglang_version: str
     fields: dict[str, dict[str, Any]]
     by_flag: dict[str, str]
+    actions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def lookup(self, flag: str) -> tuple[str | None, str | None]:
         """(field, problem): exact spelling, else a unique prefix, as argparse matches."""
+        full, problem = self.spelling(flag)
+        return (self.by_flag[full] if full else None), problem
+
+    def spelling(self, flag: str) -> tuple[str | None, str | None]:
+        """(the full flag argparse takes ``flag`` for, problem)."""
         if flag in self.by_flag:
-            return self.by_flag[flag], None
+            return flag, None
         matches = sorted(f for f in self.by_flag if f.startswith(flag))
         if len(matches) == 1:
-            return self.by_flag[matches[0]], None
+            return matches[0], None
         if len(matches) > 1:
             shown = ", ".join(matches[:4]) + (", ..." if len(matches) > 4 else "")
             return None, f"{flag} is ambiguous in SGLang {self.sglang_version} (could be {shown}): SGLang refuses to start"
         return None, None
 
+    def action(self, full_flag: str) -> dict[str, Any]:
+        """The argparse action a full spelling belongs to: the field's own, or one of its
+        further spellings (a deprecated alias, a legacy switch storing a constant)."""
+        return self.actions.get(full_flag) or self.fields[self.by_flag[full_flag]]
+
 
 @lru_cache(maxsize=None)
 def flag_table(sglang_version: str | None = None) -> FlagTable:
     """The table of the given version, or of the nearest version we have one for."""
-    name = _TABLES[_nearest_table(sglang_version)]
-    data = json.loads(resources.files("pytest_sglang").joinpath("knowledge_data").joinpath(name).read_text())
-    by_flag = {flag: dest for dest, entry in data["fields"].items() for flag in entry["flags"]}
-    return FlagTable(sglang_version=data["sglang_version"], fields=data["fields"], by_flag=by_flag)
+    name = f"{_TABLE_PREFIX}{_nearest_table(sglang_version)}.json"
+    data = json.loads(_knowledge_data().joinpath(name).read_text())
+    by_flag: dict[str, str] = {}
+    actions: dict[str, dict[str, Any]] = {}
+    for dest, entry in data["fields"].items():
+        for flag in entry["flags"]:
+            by_flag[flag] = dest
+        for alias in entry.get("aliases", ()):
+            for flag in alias["flags"]:
+                by_flag[flag] = dest
+                actions[flag] = alias
+    return FlagTable(sglang_version=data["sglang_version"], fields=data["fields"], by_flag=by_flag, actions=actions)
+
+
+def _knowledge_data() -> Any:
+    return resources.files("pytest_sglang").joinpath("knowledge_data")
+
+
+@lru_cache(maxsize=None)
+def table_versions() -> tuple[str, ...]:
+    """The SGLang releases the package has a flag table for, oldest first."""
+    names = (p.name for p in _knowledge_data().iterdir() if p.name.startswith(_TABLE_PREFIX) and p.name.endswith(".json"))
+    return tuple(sorted((n[len(_TABLE_PREFIX) : -len(".json")] for n in names), key=Version))
 
 
 def _nearest_table(version: str | None) -> str:
-    """The newest table not newer than ``version``, within the same flag-declaration era."""
+    """The release's own table; for a release without one, the newest older table (a newer
+    SGLang than the package knows gets the newest; an older one, the oldest)."""
     wanted = parse_version(version)
-    known = sorted(_TABLES, key=lambda v: Version(v))
+    known = list(table_versions())
     if wanted is None:
         return known[-1]
     wanted = Version(wanted.base_version)
-    boundary = Version(_FIELD_DECLARED_FROM)
-    same_era = [v for v in known if (Version(v) >= boundary) == (wanted >= boundary)] or known
-    older = [v for v in same_era if Version(v) <= wanted]
-    return older[-1] if older else same_era[0]
+    older = [v for v in known if Version(v) <= wanted]
+    return older[-1] if older else known[0]
 
 
 @dataclass
@@ -87,6 +114,8 @@ class LaunchCommand:
     spelled: dict[str, str] = field(default_factory=dict)
     unknown: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # Deprecated spellings used, each with the flag SGLang names instead ("" when it names none).
+    deprecated: dict[str, str] = field(default_factory=dict)
     config_file: str | None = None
     flag_table_version: str = ""
 
@@ -212,11 +241,11 @@ def _config_words(config: Mapping[str, Any], table: FlagTable, result: LaunchCom
     ``--<key>`` exactly as the key is written, so ``chunked_prefill_size:`` is not a flag;
     store-true keys appear only when true; other booleans as ``true``/``false``; lists
     expand; mappings become JSON."""
-    store_true = {
-        name
-        for dest, entry in table.fields.items()
-        if entry["kind"] == "store_true"
-        for name in [dest, *(f[2:].replace("-", "_") for f in entry["flags"] if f.startswith("--"))]
+    store_true = {dest for dest, entry in table.fields.items() if entry["kind"] == "store_true"}
+    store_true |= {
+        flag[2:].replace("-", "_")
+        for flag in table.by_flag
+        if flag.startswith("--") and table.action(flag)["kind"] in ("store_true", "store_const", "ignored")
     }
     words: list[str] = []
     for key, value in config.items():
@@ -247,35 +276,42 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
         if flag == "--config":
             i += 0 if eq else 1
             continue
-        dest, problem = table.lookup(flag)
+        full, problem = table.spelling(flag)
         if problem:
             result.problems.append(problem)
-        if dest is None:
+        if full is None:
             values, i = _values(argv, i, inline if eq else None, nargs="*")
             result.unknown[flag] = _guess(values)
             if not problem:
                 result.problems.append(f"{flag} is not a flag of SGLang {table.sglang_version}")
             continue
-        entry = table.fields[dest]
+        dest = table.by_flag[full]
+        entry = table.action(full)
         kind = entry["kind"]
+        if entry.get("deprecated"):
+            result.deprecated[full] = entry.get("instead") or ""
+        if kind == "ignored":
+            if entry.get("refused"):
+                result.problems.append(f"{full}: SGLang {table.sglang_version} refuses to start ({entry['refused']})")
+            elif eq:
+                result.problems.append(f"{flag} takes no value (got {inline!r})")
+            continue  # accepted and ignored: it sets nothing
         if kind in ("store_true", "store_false", "store_const", "boolean_optional"):
             value: Any
             if kind == "boolean_optional":
-                value = not _is_negative_form(flag, entry["flags"])
+                value = not full.startswith("--no-")
             else:
                 value = {"store_true": True, "store_false": False}.get(kind, entry.get("const"))
-            if eq:
+            if entry.get("takes_value"):
+                values, i = _values(argv, i, inline if eq else None, nargs=None)
+                _convert(values, entry, flag, result, many=False)  # checked against its choices, not stored
+            elif eq:
                 result.problems.append(f"{flag} takes no value (got {inline!r})")
         else:
             values, i = _values(argv, i, inline if eq else None, nargs=entry.get("nargs"))
             value = _convert(values, entry, flag, result, many=entry.get("nargs") in ("+", "*"))
         result.requested[dest] = value
         result.spelled[dest] = flag if not from_config else f"--config {result.config_file}"
-
-
-def _is_negative_form(flag: str, flags: list[str]) -> bool:
-    full = flag if flag in flags else next((f for f in flags if f.startswith(flag)), flag)
-    return full.startswith("--no-")
 
 
 def _values(argv: list[str], i: int, inline: str | None, *, nargs: Any) -> tuple[list[str], int]:

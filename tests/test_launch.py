@@ -174,9 +174,9 @@ def test_a_command_is_read_with_the_flag_table_of_its_sglang_version():
 
 @pytest.mark.parametrize(
     "version, table",
-    [("0.5.3", "0.5.5"), ("0.5.8.post1", "0.5.5"), ("0.5.10", "0.5.9"), ("0.5.13", "0.5.12"), ("0.5.18", "0.5.12"), ("0.5.19", "0.5.23"), ("0.5.23", "0.5.23"), (None, "0.5.23")],
+    [("0.5.3", "0.5.5"), ("0.5.8.post1", "0.5.8"), ("0.5.10", "0.5.10"), ("0.5.18", "0.5.18"), ("0.5.19", "0.5.19"), ("0.5.23rc1", "0.5.23"), ("0.6.0", "0.5.23"), (None, "0.5.23")],
 )
-def test_the_nearest_table_of_the_same_flag_era_is_used(version, table):
+def test_each_release_has_its_table_and_others_use_the_nearest_older_one(version, table):
     assert parse_launch_command("--model-path m", sglang_version=version).flag_table_version == table
 
 
@@ -192,3 +192,44 @@ def test_a_flag_table_knows_the_fields_its_era_prints_at_start_up(version, corpu
     # Fields no flag sets (Engine-only) and a dev build's extras aside, every printed field has its flag.
     unknown = printed - known - {"admin_api_key", "custom_sigquit_handler"}
     assert len(unknown) <= 5, sorted(unknown)
+
+
+# ---- every release's own argparse -----------------------------------------------------------------
+# tests/data/sglang-argparse-releases.json: what the argparse of ten SGLang releases (0.5.5 to
+# 0.5.23, each imported from its own wheel) made of the same commands; written by
+# tests/real_sglang/argparse_releases.py and checked by the real tier.
+RELEASES = json.loads((Path(__file__).parent / "data" / "sglang-argparse-releases.json").read_text())
+RELEASE_CASES = [(version, name) for version in RELEASES["releases"] for name in RELEASES["commands"]]
+
+
+def _named_in_error(error: str) -> str:
+    """The first flag or word SGLang's argparse complained about."""
+    words = error.split(":", 2)[-1].split()
+    return next((w for w in words if w.startswith("--")), words[0] if words else "")
+
+
+@pytest.mark.parametrize("version, name", RELEASE_CASES, ids=[f"{v}-{n}" for v, n in RELEASE_CASES])
+def test_each_release_is_read_as_its_own_argparse_reads_it(version, name):
+    release = RELEASES["releases"][version]
+    said = release["commands"][name]
+    launch = parse_launch_command(RELEASES["commands"][name], sglang_version=version)
+    assert launch.flag_table_version == version
+    if "error" in said:
+        named = _named_in_error(said["error"])
+        assert any(named in problem for problem in launch.problems), (said["error"], launch.problems)
+        return
+    assert launch.problems == [] and launch.unknown == {}
+    parsed = {**release["defaults"], **said["changes"]}
+    assert {k: parsed[k] for k in launch.requested} == launch.requested
+    assert set(said["changes"]) <= set(launch.requested)
+
+
+def test_deprecated_spellings_land_in_the_newer_field_and_are_named():
+    launch = parse_launch_command(SEED_COMMAND, sglang_version="0.5.18")
+    assert launch.requested["cuda_graph_max_bs_decode"] == 256
+    assert launch.requested["cuda_graph_backend_prefill"] == "disabled"  # the seed's flag, as 0.5.18 reads it
+    assert launch.deprecated == {
+        "--cuda-graph-max-bs": "--cuda-graph-max-bs-decode",
+        "--disable-piecewise-cuda-graph": "--cuda-graph-backend-prefill=disabled",
+    }
+    assert launch.spelled["cuda_graph_backend_prefill"] == "--disable-piecewise-cuda-graph"

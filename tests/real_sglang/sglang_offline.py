@@ -1,6 +1,7 @@
 """Run inside the harness's SGLang environment (never imported by the project).
 
     python sglang_offline.py cli-table          # SGLang's own argparse table, as JSON
+    python sglang_offline.py parse < cases      # what SGLang's argparse alone made of each argv
     python sglang_offline.py resolve < cases    # prepare_server_args(argv).resolve_once().resolved_dict()
 
 ``cases`` is a JSON list of ``{"name": ..., "argv": [...]}``; the answer maps each name to
@@ -19,6 +20,19 @@ os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "1")
 logging.disable(logging.WARNING)
 
 
+def _tolerate_known_transformers_configs() -> None:
+    """An older SGLang read from its wheel (flag_table_live.py) registers model configs that
+    the environment's newer transformers already has; registering again must not fail."""
+    from transformers.models.auto import configuration_auto
+
+    register = configuration_auto._LazyConfigMapping.register
+
+    def again(self, key, value, exist_ok=False):  # noqa: ANN001
+        return register(self, key, value, exist_ok=True)
+
+    configuration_auto._LazyConfigMapping.register = again
+
+
 def _kind(action: argparse.Action) -> str:
     name = type(action).__name__
     if isinstance(action, argparse.BooleanOptionalAction):
@@ -27,36 +41,58 @@ def _kind(action: argparse.Action) -> str:
         return "store_true"
     if "StoreFalse" in name or (isinstance(action, argparse._StoreConstAction) and action.const is False):
         return "store_false"
-    if isinstance(action, argparse._StoreConstAction):
+    if isinstance(action, argparse._StoreConstAction) or hasattr(action, "const_value"):
         return "store_const"
+    if action.nargs == 0:
+        # SGLang's DeprecatedAction: takes no value, stores nothing, warns (or refuses to start).
+        return "ignored"
     return "store"
 
 
+def _entry(action: argparse.Action) -> dict:
+    type_name = getattr(action.type, "__name__", None) if action.type is not None else None
+    entry = {
+        "flags": list(action.option_strings),
+        "kind": _kind(action),
+        "nargs": action.nargs if action.nargs not in (0,) else None,
+        "type": {"loads": "json", "human_readable_int": "int", "nullable_str": "str"}.get(type_name, type_name),
+    }
+    if action.choices:
+        entry["choices"] = sorted(map(str, action.choices))
+    if "Deprecated" in type(action).__name__:
+        entry["deprecated"] = True
+        if getattr(action, "new_flag", None):
+            entry["instead"] = action.new_flag
+    if entry["kind"] == "store_const":
+        const = getattr(action, "const_value", action.const)
+        entry["const"] = const if isinstance(const, (str, int, float, bool, type(None))) else str(getattr(const, "value", const))
+        if action.nargs != 0 and not isinstance(action, argparse._StoreConstAction):
+            entry["takes_value"] = True  # e.g. "--monokernel-backend amd": the value is checked, the constant stored
+    if entry["kind"] == "ignored" and getattr(action, "error_message", None):
+        entry["refused"] = str(action.error_message)
+    return entry
+
+
 def cli_table() -> dict:
-    """Every SGLang flag by the field it sets: spellings, kind, nargs, type, choices."""
+    """Every SGLang flag by the field it sets: spellings, kind, nargs, type, choices.
+
+    The first action of a field is its entry; further actions on the same field (deprecated
+    spellings such as ``--cuda-graph-max-bs`` for ``cuda_graph_max_bs_decode``, or a legacy
+    switch that stores a constant) are its ``aliases``, each with its own kind."""
     from sglang.srt.server_args import ServerArgs
     from sglang.version import __version__
 
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
-    fields = {}
+    fields: dict = {}
     for action in parser._actions:
         if not action.option_strings or action.dest == "help":
             continue
-        type_name = getattr(action.type, "__name__", None) if action.type is not None else None
-        entry = {
-            "flags": list(action.option_strings),
-            "kind": _kind(action),
-            "nargs": action.nargs if action.nargs not in (0,) else None,
-            "type": {"loads": "json", "human_readable_int": "int", "nullable_str": "str"}.get(type_name, type_name),
-        }
-        if action.choices:
-            entry["choices"] = sorted(map(str, action.choices))
-        if "Deprecated" in type(action).__name__:
-            entry["deprecated"] = True
-        if entry["kind"] == "store_const":
-            entry["const"] = action.const
-        fields.setdefault(action.dest, entry)
+        entry = _entry(action)
+        if action.dest in fields:
+            fields[action.dest].setdefault("aliases", []).append(entry)
+        else:
+            fields[action.dest] = entry
     return {
         "sglang_version": __version__,
         "source": "argparse table of sglang.srt.server_args.ServerArgs.add_cli_args, written by tests/real_sglang/sglang_offline.py cli-table",
@@ -87,6 +123,17 @@ def _parsed(argv: list[str]) -> dict:
     return vars(parser.parse_args(argv))
 
 
+def parse(cases: list[dict]) -> dict:
+    """Only SGLang's argparse (any release, see flag_table_live.py): what it made of each argv."""
+    out = {}
+    for case in cases:
+        try:
+            out[case["name"]] = {"parsed": json.loads(json.dumps(_parsed(list(case["argv"])), default=repr))}
+        except BaseException as exc:  # argparse's SystemExit too
+            out[case["name"]] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+    return out
+
+
 def resolve(cases: list[dict]) -> dict:
     from sglang.srt.server_args import prepare_server_args
 
@@ -111,8 +158,12 @@ def resolve(cases: list[dict]) -> dict:
 
 if __name__ == "__main__":
     command = sys.argv[1]
+    if os.environ.get("SGLANG_FROM_WHEEL"):
+        _tolerate_known_transformers_configs()
     if command == "cli-table":
         result = cli_table()
+    elif command == "parse":
+        result = parse(json.load(sys.stdin))
     elif command == "resolve":
         result = resolve(json.load(sys.stdin))
     else:

@@ -1,16 +1,17 @@
-"""The stored resolutions (tests/data) are what the real SGLang says today, and the CLI table
-the launch-command parser uses is SGLang's own (run with --real-sglang)."""
+"""The stored resolutions (tests/data) are what the real SGLang says today, and the flag tables
+the launch-command parser uses are each release's own argparse (run with --real-sglang)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
+import argparse_releases
+import flag_table_live
 import generate_data
-import harness
+from pytest_sglang.launch import table_versions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,16 +25,16 @@ def test_stored_resolutions_match_what_sglang_resolves_now(sglang_python):
         assert fresh["cases"][name] == stored["cases"][name], f"{name}: run tests/real_sglang/generate_data.py"
 
 
-def test_the_packaged_flag_table_is_sglangs_own(sglang_python):
-    out = subprocess.run([str(sglang_python), str(harness.HERE / "sglang_offline.py"), "cli-table"], capture_output=True, text=True, check=True).stdout
-    packaged = ROOT / "pytest_sglang" / "knowledge_data" / f"sglang-cli-{harness.SGLANG_VERSION}.json"
-    assert json.loads(out) == json.loads(packaged.read_text())
-
-
-@pytest.mark.parametrize("version", ["0.5.5", "0.5.9", "0.5.12"])
-def test_the_older_flag_tables_are_read_from_their_wheels(version):
-    import flag_table_from_source
-
-    fresh = flag_table_from_source.table(flag_table_from_source.server_args_source(version), version)
+@pytest.mark.parametrize("version", table_versions())
+def test_every_packaged_flag_table_is_that_releases_own_argparse(sglang_python, version):
     packaged = ROOT / "pytest_sglang" / "knowledge_data" / f"sglang-cli-{version}.json"
-    assert fresh == json.loads(packaged.read_text())
+    fresh = flag_table_live.table(version, sglang_python)
+    assert fresh == json.loads(packaged.read_text()), f"run tests/real_sglang/flag_table_live.py {version}"
+
+
+def test_what_each_release_parses_is_what_the_stored_data_says(sglang_python):
+    stored = json.loads(argparse_releases.DATA.read_text())
+    fresh = argparse_releases.generate()
+    assert fresh["commands"] == stored["commands"]
+    for version in fresh["releases"]:
+        assert fresh["releases"][version] == stored["releases"][version], f"{version}: run tests/real_sglang/argparse_releases.py"

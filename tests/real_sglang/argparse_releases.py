@@ -1,0 +1,117 @@
+"""What the argparse of several SGLang releases made of the same commands, for the fast tier.
+
+    python tests/real_sglang/argparse_releases.py   # rewrites tests/data/sglang-argparse-releases.json
+
+Each release's own parser (its wheel in front of the harness environment, as
+``flag_table_live.py`` does) parses every command; only what differs from the release's
+defaults is stored. The fast tier checks ``parse_launch_command(command, sglang_version=V)``
+against it; the real tier checks the data is still what the releases say.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import flag_table_live  # noqa: E402
+import harness  # noqa: E402
+from pytest_sglang.launch import split_command  # noqa: E402
+from pytest_sglang.redact import redact_mapping  # noqa: E402
+
+DATA = HERE.parent / "data" / "sglang-argparse-releases.json"
+CORPUS = HERE.parents[2] / "shared" / "corpus" / "launch_commands"
+
+# Releases on both sides of every change in how flags are declared: 0.5.10 (piecewise CUDA
+# graph on by default), 0.5.13 (first deprecated aliases), 0.5.14 (per-phase CUDA graph
+# backends), 0.5.19 (flags declared on dataclass fields), 0.5.20 (aliases gone).
+RELEASES = ("0.5.5", "0.5.9", "0.5.10", "0.5.12", "0.5.13", "0.5.14", "0.5.18", "0.5.19", "0.5.20", "0.5.23")
+
+M = "python -m sglang.launch_server --model-path Qwen/Qwen3.5-122B-A10B"
+COMMANDS = {
+    "base": M,
+    "seed-candidate": (
+        f"{M} --tp 4 --max-running-requests 48 --enable-fused-moe-sum-all-reduce --enable-flashinfer-allreduce-fusion "
+        "--speculative-algorithm NEXTN --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 "
+        "--mamba-scheduler-strategy extra_buffer"
+    ),
+    "cuda-graph-legacy": f"{M} --tp 4 --cuda-graph-max-bs 256 --cuda-graph-bs 1 2 4 8 --disable-piecewise-cuda-graph",
+    "cuda-graph-per-phase": f"{M} --cuda-graph-max-bs-decode 128 --cuda-graph-backend-prefill disabled",
+    "piecewise-switches": f"{M} --enable-piecewise-cuda-graph --piecewise-cuda-graph-max-tokens 4096",
+    "breakable": f"{M} --enable-breakable-cuda-graph",
+    "disable-cuda-graph": f"{M} --disable-cuda-graph",
+    "abbreviations": f"{M} --tp 2 --mem-frac 0.8 --speculative-algo EAGLE --chunked-prefill 4096",
+    "aliases": "sglang serve --model m --tensor-parallel-size 2 --data-parallel-size 2 --enable-dp-attention",
+    "boolean-optional": f"{M} --no-lora-strict-loading --stream-output",
+    "deprecated-ignored": f"{M} --collect-tokens-histogram --hybrid-kvcache-ratio 0.5",
+    "equals-and-lists": f"{M} --attention-backend=fa3 --kv-cache-dtype fp8_e4m3 --page-size=64 --cuda-graph-bs 1 2 4",
+}
+
+
+def commands() -> dict[str, str]:
+    out = dict(COMMANDS)
+    if CORPUS.exists():
+        for path in sorted(CORPUS.glob("*.txt")):
+            out[f"corpus-{path.stem}"] = path.read_text().split("\n", 3)[3]
+    return out
+
+
+def _argv(command: str) -> list[str]:
+    words, _, _ = split_command(command)
+    for i, word in enumerate(words):
+        if word == "sglang.launch_server" or (word == "serve" and i and words[i - 1] == "sglang"):
+            return words[i + 1 :]
+    return words
+
+
+def parsed_by(version: str, cases: dict[str, str], python: Path) -> dict[str, Any]:
+    requests = [{"name": name, "argv": _argv(command)} for name, command in cases.items()]
+    with tempfile.TemporaryDirectory() as tmp:
+        with zipfile.ZipFile(flag_table_live.wheel(version)) as whl:
+            whl.extractall(tmp)
+        env = {**os.environ, "PYTHONPATH": tmp, "SGLANG_FROM_WHEEL": version}
+        out = subprocess.run(
+            [str(python), str(HERE / "sglang_offline.py"), "parse"],
+            input=json.dumps(requests), env=env, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        moved = flag_table_live.renames((Path(tmp) / "sglang" / "srt" / "server_args.py").read_text())
+    answers = redact_mapping(json.loads(out))
+    for entry in answers.values():  # field names, as the flag tables use them
+        parsed = entry.get("parsed", {})
+        for old, new in moved.items():
+            if old in parsed and new not in parsed:
+                parsed[new] = parsed.pop(old)
+    return answers
+
+
+def generate() -> dict[str, Any]:
+    python = harness.ensure_environment()
+    cases = commands()
+    releases: dict[str, Any] = {}
+    for version in RELEASES:
+        answers = parsed_by(version, cases, python)
+        base = answers["base"]["parsed"]
+        stored = {}
+        for name in cases:
+            entry = answers[name]
+            if "error" in entry:
+                stored[name] = {"error": entry["error"]}
+            else:
+                stored[name] = {"changes": {k: v for k, v in entry["parsed"].items() if base.get(k, object()) != v}}
+        releases[version] = {"defaults": base, "commands": stored}
+    return {"commands": cases, "releases": releases}
+
+
+if __name__ == "__main__":
+    data = generate()
+    DATA.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {DATA}: {len(data['commands'])} commands x {len(data['releases'])} releases")
