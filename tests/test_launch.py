@@ -212,7 +212,10 @@ def _named_in_error(error: str) -> str:
 def test_each_release_is_read_as_its_own_argparse_reads_it(version, name):
     release = RELEASES["releases"][version]
     said = release["commands"][name]
-    launch = parse_launch_command(RELEASES["commands"][name], sglang_version=version)
+    configs = RELEASES["configs"]
+    launch = parse_launch_command(
+        RELEASES["commands"][name], sglang_version=version, config_loader=lambda path: yaml.safe_load(configs[path.strip("{}")])
+    )
     assert launch.flag_table_version == version
     if "error" in said:
         named = _named_in_error(said["error"])

@@ -57,6 +57,23 @@ COMMANDS = {
 }
 
 
+# --config files: each release merges them its own way (the merger changed in 0.5.12, 0.5.18 and
+# 0.5.23). Commands name them by placeholder; the stored data keeps the placeholders.
+CONFIGS = {
+    "hyphens": "tp-size: 2\nchunked-prefill-size: 1024\nenable-metrics: true\nschedule-policy: lpm\n",
+    "underscores": "tp_size: 2\nchunked_prefill_size: 1024\nenable_metrics: true\n",
+    "false-and-list": "enable-metrics: false\nmax-running-requests: 32\ncuda-graph-bs: [1, 2, 4]\n",
+}
+COMMANDS.update(
+    {
+        "config-hyphens": f"{M} --config {{hyphens}}",
+        "config-underscores": f"{M} --config {{underscores}}",
+        "config-false-and-list": f"{M} --config {{false-and-list}}",
+        "config-command-line-wins": f"{M} --config {{hyphens}} --tp 4",
+    }
+)
+
+
 def commands() -> dict[str, str]:
     out = dict(COMMANDS)
     if CORPUS.exists():
@@ -73,9 +90,18 @@ def _argv(command: str) -> list[str]:
     return words
 
 
+def _fill(word: str, paths: dict[str, Path]) -> str:
+    for name, path in paths.items():
+        word = word.replace(f"{{{name}}}", str(path))
+    return word
+
+
 def parsed_by(version: str, cases: dict[str, str], python: Path) -> dict[str, Any]:
-    requests = [{"name": name, "argv": _argv(command)} for name, command in cases.items()]
     with tempfile.TemporaryDirectory() as tmp:
+        paths = {name: Path(tmp) / f"{name}.yaml" for name in CONFIGS}
+        for name, path in paths.items():
+            path.write_text(CONFIGS[name])
+        requests = [{"name": name, "argv": [_fill(w, paths) for w in _argv(command)]} for name, command in cases.items()]
         with zipfile.ZipFile(flag_table_live.wheel(version)) as whl:
             whl.extractall(tmp)
         env = {**os.environ, "PYTHONPATH": tmp, "SGLANG_FROM_WHEEL": version}
@@ -84,6 +110,8 @@ def parsed_by(version: str, cases: dict[str, str], python: Path) -> dict[str, An
             input=json.dumps(requests), env=env, capture_output=True, text=True, check=True,
         ).stdout  # fmt: skip
         moved = flag_table_live.renames((Path(tmp) / "sglang" / "srt" / "server_args.py").read_text())
+        for name, path in paths.items():  # machine paths back to placeholders
+            out = out.replace(str(path), f"{{{name}}}")
     answers = redact_mapping(json.loads(out))
     for entry in answers.values():  # field names, as the flag tables use them
         parsed = entry.get("parsed", {})
@@ -108,7 +136,7 @@ def generate() -> dict[str, Any]:
             else:
                 stored[name] = {"changes": {k: v for k, v in entry["parsed"].items() if base.get(k, object()) != v}}
         releases[version] = {"defaults": base, "commands": stored}
-    return {"commands": cases, "releases": releases}
+    return {"commands": cases, "configs": CONFIGS, "releases": releases}
 
 
 if __name__ == "__main__":

@@ -104,23 +104,35 @@ class _ArgparseError(Exception):
     pass
 
 
+class _Parsed(Exception):
+    def __init__(self, namespace: argparse.Namespace) -> None:
+        self.namespace = namespace
+
+
 def _parsed(argv: list[str]) -> dict:
-    """What SGLang's own argparse makes of argv (after merging a --config file), as
-    prepare_server_args does it, before any resolution."""
-    from sglang.srt.server_args import ServerArgs
+    """What SGLang's own argparse makes of argv, merged with a --config file as the release's
+    own ``prepare_server_args`` merges it (the merger differs between releases): it runs up to
+    its ``parse_args`` and stops there, before any resolution."""
+    from sglang.srt import server_args
 
-    parser = argparse.ArgumentParser(prog="sglang serve")
-    ServerArgs.add_cli_args(parser)
+    parse_args, error = argparse.ArgumentParser.parse_args, argparse.ArgumentParser.error
 
-    def error(message: str) -> None:
+    def stop_after_parsing(self, args=None, namespace=None):  # noqa: ANN001
+        raise _Parsed(parse_args(self, args, namespace))
+
+    def raise_instead_of_exit(self, message):  # noqa: ANN001
         raise _ArgparseError(message)
 
-    parser.error = error  # type: ignore[method-assign]
-    if "--config" in argv:
-        from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
-
-        argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
-    return vars(parser.parse_args(argv))
+    argparse.ArgumentParser.parse_args = stop_after_parsing  # type: ignore[method-assign]
+    argparse.ArgumentParser.error = raise_instead_of_exit  # type: ignore[method-assign]
+    try:
+        server_args.prepare_server_args(list(argv))
+    except _Parsed as parsed:
+        return vars(parsed.namespace)
+    finally:
+        argparse.ArgumentParser.parse_args = parse_args  # type: ignore[method-assign]
+        argparse.ArgumentParser.error = error  # type: ignore[method-assign]
+    raise RuntimeError("prepare_server_args never parsed its arguments")
 
 
 def parse(cases: list[dict]) -> dict:
