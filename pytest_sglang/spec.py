@@ -79,7 +79,11 @@ def parse_spec(text: str) -> HostSpec:
             f"--sglang-host scheme {scheme!r} is not supported: use one of "
             + ", ".join(f"{s}://" for s in SCHEMES)
         )
-    parts = urlsplit(raw)
+    where = raw.split("?", 1)[0]  # never the query: a sim:// spec may carry keys there
+    try:
+        parts = urlsplit(raw)
+    except ValueError as exc:
+        raise SpecError(f"--sglang-host {where}: {exc} (an IPv6 address is written http://[::1]:30000)") from None
     query = tuple(parse_qsl(parts.query, keep_blank_values=True))
     unknown = sorted({k for k, _ in query} - QUERY_KEYS[scheme])
     if unknown:
@@ -99,7 +103,7 @@ def parse_spec(text: str) -> HostSpec:
     try:
         port = parts.port
     except ValueError:
-        raise SpecError(f"--sglang-host {scheme}://{parts.hostname}: port is not a number in 1-65535") from None
+        raise SpecError(f"--sglang-host {scheme}://{parts.netloc}: the port is not a number in 1-65535") from None
     if port == 0:
         raise SpecError(f"--sglang-host {scheme}://{parts.hostname}: port 0 is not a server port")
     host = parts.hostname
