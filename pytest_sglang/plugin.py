@@ -98,15 +98,17 @@ def _option(config: pytest.Config, name: str, env: str | None = None) -> Any:
     return config.getini(name) or None
 
 
-def _number(text: Any, option: str, default: float) -> float:
+def _number(text: Any, option: str, default: float, *, zero: bool = False) -> float:
     if text is None:
         return default
     try:
         value = float(text)
     except (TypeError, ValueError):
         raise pytest.UsageError(f"{option} must be a number of seconds, not {text!r}") from None
-    if value < 0:
-        raise pytest.UsageError(f"{option} must not be negative")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise pytest.UsageError(f"{option} must be a number of seconds, not {text!r}")
+    if value < 0 or (value == 0 and not zero):
+        raise pytest.UsageError(f"{option} must be {'0 or more' if zero else 'more than 0'} seconds, not {text!r}")
     return value
 
 
@@ -137,8 +139,8 @@ class SGLangPlugin:
 
         self.options = TargetOptions(
             api_key=_option(config, "sglang_api_key", "SGLANG_API_KEY"),
-            timeout=_number(_option(config, "sglang_timeout"), "--sglang-timeout", 10.0) or 10.0,
-            wait_ready=_number(_option(config, "sglang_wait_ready"), "--sglang-wait-ready", 0.0),
+            timeout=_number(_option(config, "sglang_timeout"), "--sglang-timeout", 10.0),
+            wait_ready=_number(_option(config, "sglang_wait_ready"), "--sglang-wait-ready", 0.0, zero=True),
             sm=sm,
             ssh=_option(config, "sglang_ssh", "SGLANG_SSH"),
             ssh_key=_option(config, "sglang_ssh_key"),
@@ -147,7 +149,7 @@ class SGLangPlugin:
             ssh_config=_option(config, "sglang_ssh_config"),
             unit=_option(config, "sglang_unit"),
             logs=_option(config, "sglang_logs"),
-            command_timeout=_number(_option(config, "sglang_command_timeout"), "--sglang-command-timeout", 30.0) or 30.0,
+            command_timeout=_number(_option(config, "sglang_command_timeout"), "--sglang-command-timeout", 30.0),
         )
         if self.options.logs:
             from .logs import LogSource

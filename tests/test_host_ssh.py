@@ -158,16 +158,21 @@ def test_the_plugin_reads_configuration_from_the_logs_when_http_is_down(pytester
         ({"known_hosts": "empty"}, "the SSH host key of [[]127.0.0.1[]]:{port} (ssh-ed25519 {fingerprint}) is not in *: check the fingerprint and add it*or pass --sglang-ssh-insecure"),
         ({"known_hosts": "bad"}, "the SSH host key of 127.0.0.1:{port} has CHANGED: known_hosts has SHA256:*, the host offers {fingerprint}*"),
         ({"key": "wrong"}, "SSH login to root@127.0.0.1:{port} with * was refused: the key is not authorized there*"),
+        ({"key": "public"}, "--sglang-ssh-key *client_key.pub is a public key: give the private one (without .pub)"),
+        ({"key": "garbage"}, "--sglang-ssh-key *garbage is not a private key (an OpenSSH or PEM private key file is expected)"),
+        ({"known_hosts": "missing"}, "the SSH host key of [[]127.0.0.1[]]:{port} (ssh-ed25519 {fingerprint}) is not in *missing (no such file): *"),
         ({"port": "closed"}, "cannot connect to 127.0.0.1:{closed} over SSH (connection refused): is sshd running, and is the port right?"),
     ],
-    ids=["unknown-host-key", "changed-host-key", "wrong-key", "refused"],
+    ids=["unknown-host-key", "changed-host-key", "wrong-key", "public-key", "not-a-key", "no-known-hosts", "refused"],
 )
 def test_ssh_problems_are_one_clear_line(pytester, clean_test_host, seed_server, free_port, tmp_path, change, message):
     host = clean_test_host
     empty = tmp_path / "known_hosts"
     empty.write_text("")
-    known = {"empty": empty, "bad": host.bad_known_hosts}.get(change.get("known_hosts"), host.known_hosts)
-    key = host.wrong_key if change.get("key") else host.client_key
+    known = {"empty": empty, "bad": host.bad_known_hosts, "missing": tmp_path / "missing"}.get(change.get("known_hosts"), host.known_hosts)
+    garbage = tmp_path / "garbage"
+    garbage.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nnot base64 at all\n")
+    key = {"wrong": host.wrong_key, "public": f"{host.client_key}.pub", "garbage": garbage}.get(change.get("key"), host.client_key)
     port = free_port if change.get("port") else host.port
     pytester.makepyfile("def test_x(sglang):\n    pass\n")
     result = pytester.runpytest(
@@ -417,3 +422,39 @@ def test_the_example_suite_against_the_seed_deployments_host(pytester, clean_tes
     result.assert_outcomes(passed=11, failed=2)
     result.stdout.fnmatch_lines(["*PASSED*test_flashinfer_allreduce_fusion_is_not_in_effect_on_sm120*"], consecutive=False)
     result.stdout.fnmatch_lines(["FAILED*test_effective_running_requests_meet_the_sizing*", "FAILED*test_prefill_cuda_graph_is_on*"], consecutive=False)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("root@", "--sglang-ssh 'root@' has no host name"),
+        ("@gpu1", "--sglang-ssh '@gpu1' has an empty user name before '@': write user@host, or just host"),
+        ("root@gpu1:ssh", "--sglang-ssh 'root@gpu1:ssh': the port must be a number in 1-65535"),
+        ("root@gpu1:70000", "--sglang-ssh 'root@gpu1:70000': the port must be a number in 1-65535"),
+        ("root@gpu 1", "--sglang-ssh 'root@gpu 1': write user@host or user@host:port"),
+    ],
+)
+def test_an_odd_ssh_destination_is_one_line_before_any_connection(text, message):
+    from pytest_sglang.errors import SpecError
+    from pytest_sglang.shell.ssh import Destination
+
+    with pytest.raises(SpecError) as info:
+        Destination.parse(text)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    "text, parsed",
+    [
+        ("gpu1", ("gpu1", None, None)),
+        ("root@gpu1", ("gpu1", "root", None)),
+        ("root@gpu1:2222", ("gpu1", "root", 2222)),
+        ("admin@[fe80::1]:2222", ("fe80::1", "admin", 2222)),
+        ("me@corp.example@gpu1", ("gpu1", "me@corp.example", None)),
+    ],
+)
+def test_ssh_destinations_as_users_write_them(text, parsed):
+    from pytest_sglang.shell.ssh import Destination
+
+    d = Destination.parse(text)
+    assert (d.host, d.user, d.port) == parsed

@@ -223,6 +223,22 @@ def test_hosts_from_ini_and_environment(pytester, sglang_server, monkeypatch):
     pytester.runpytest().assert_outcomes(passed=5)
 
 
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--sglang-timeout", "0", "--sglang-timeout must be more than 0 seconds, not '0'"),
+        ("--sglang-command-timeout", "-5", "--sglang-command-timeout must be more than 0 seconds, not '-5'"),
+        ("--sglang-wait-ready", "-1", "--sglang-wait-ready must be 0 or more seconds, not '-1'"),
+        ("--sglang-timeout", "nan", "--sglang-timeout must be a number of seconds, not 'nan'"),
+    ],
+)
+def test_timeouts_out_of_range_are_usage_errors(pytester, option, value, message):
+    pytester.makepyfile(SUITE)
+    result = pytester.runpytest("--sglang-host", "http://127.0.0.1:9", option, value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
 def test_option_values_that_are_not_numbers_are_usage_errors(pytester, sglang_server):
     pytester.makepyfile(SUITE)
     result = pytester.runpytest("--sglang-host", sglang_server.url, "--sglang-timeout", "soon")

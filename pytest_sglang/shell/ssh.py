@@ -40,7 +40,9 @@ class Destination:
         raw = text.strip()
         if not raw or any(c.isspace() for c in raw):
             raise SpecError(f"--sglang-ssh {text!r}: write user@host or user@host:port")
-        user, _, rest = raw.rpartition("@")
+        user, at, rest = raw.rpartition("@")
+        if at and not user:
+            raise SpecError(f"--sglang-ssh {text!r} has an empty user name before '@': write user@host, or just host")
         port: int | None = None
         if rest.startswith("["):
             host, _, tail = rest[1:].partition("]")
@@ -115,9 +117,13 @@ class SSHShell:
             path = Path(self.key_filename).expanduser()
             if not path.is_file():
                 raise SpecError(f"--sglang-ssh-key {self.key_filename}: no such file")
+            _check_private_key(path, f"--sglang-ssh-key {self.key_filename}")
             return [str(path)]
         files = [str(Path(f).expanduser()) for f in self._config().get("identityfile", [])]
-        return [f for f in files if Path(f).is_file()] or None
+        found = [f for f in files if Path(f).is_file()]
+        for f in found:
+            _check_private_key(Path(f), f"IdentityFile {f} (from {self.config_path})")
+        return found or None
 
     # ---- connecting ------------------------------------------------------------------------
     def connect(self) -> Any:
@@ -239,6 +245,20 @@ class _UnknownHost(Exception):
     pass
 
 
+def _check_private_key(path: Path, named: str) -> None:
+    """A key file paramiko cannot read is the user's to fix: say so before connecting."""
+    import paramiko
+
+    try:
+        paramiko.PKey.from_path(str(path))
+    except paramiko.PasswordRequiredException:
+        return  # encrypted: the agent may hold it; connect() says what to do if not
+    except (paramiko.SSHException, ValueError, OSError):
+        if path.read_bytes()[:4] in (b"ssh-", b"ecds"):
+            raise SpecError(f"{named} is a public key: give the private one (without .pub)") from None
+        raise SpecError(f"{named} is not a private key (an OpenSSH or PEM private key file is expected)") from None
+
+
 class _RejectUnknown:
     """Refuse a host key not in known_hosts, naming host and fingerprint."""
 
@@ -246,8 +266,10 @@ class _RejectUnknown:
         self.shell = shell
 
     def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+        known = self.shell.known_hosts
+        missing = "" if known.is_file() else (" (a directory, not a file)" if known.is_dir() else " (no such file)")
         raise _UnknownHost(
-            f"the SSH host key of {hostname} ({key.get_name()} {fingerprint(key)}) is not in {self.shell.known_hosts}: "
+            f"the SSH host key of {hostname} ({key.get_name()} {fingerprint(key)}) is not in {known}{missing}: "
             f"check the fingerprint and add it (ssh-keyscan -p {self.shell.resolved.port} {self.shell.resolved.host} >> ~/.ssh/known_hosts), "
             "or pass --sglang-ssh-insecure to skip the check"
         )
