@@ -112,7 +112,7 @@ def _normalise(facts: Facts) -> Snapshot:
         """What was requested for a field: the launch command, else the reported argument."""
         if requested is not None:
             flag = requested.spelled.get(name)
-            where = f"launch command {flag}" if flag else "launch command (not given: SGLang's default)"
+            where = f"launch command {flag}" if flag else "the launch command leaves SGLang's default"
             return requested.get(name), f"{where}, {launch_source}"
         if fallback is not None and fallback in info:
             return info[fallback], f"{where_si} {fallback} (the argument after start-up adjustments)"

@@ -27,7 +27,8 @@ def values_read(reads: dict[tuple[int, str], tuple[Any, str, Any]]) -> str:
             else:
                 lines.append(f"      from {prov.source}")
                 if prov.requested_source is not None:
-                    lines.append(f"      requested {_short(prov.requested)}: {prov.requested_source}")
+                    asked = "nothing" if prov.requested is None else _short(prov.requested)
+                    lines.append(f"      requested {asked}: {prov.requested_source}")
                 if prov.note:
                     lines.append(f"      {prov.note}")
         elif obj._origin:

@@ -182,7 +182,7 @@ def test_a_failed_assertion_shows_each_value_read_and_its_source(pytester, sglan
             "      from /server_info tp_size",
             "  effective.max_running_requests = 2048",
             "      from /server_info internal_states[[]0[]].effective_max_running_requests_per_dp",
-            "      requested None: launch command (not given: SGLang's default), /server_info launch_command",
+            "      requested nothing: the launch command leaves SGLang's default, /server_info launch_command",
         ]
     )
 

@@ -55,7 +55,7 @@ def test_the_example_suite_fails_the_candidate_on_capacity_and_cuda_graph(exampl
             "  effective.prefill_cuda_graph = False",
             "      from /server_info internal_states[[]0[]].disable_piecewise_cuda_graph = True",
             # SGLang turned it off; the launch command never asked.
-            f"      requested None: launch command (not given: SGLang's default), simulator profile {CANDIDATE[6:]}",
+            f"      requested nothing: the launch command leaves SGLang's default, simulator profile {CANDIDATE[6:]}",
         ]
     )
 

@@ -251,8 +251,10 @@ def _check_private_key(path: Path, named: str) -> None:
 
     try:
         paramiko.PKey.from_path(str(path))
-    except paramiko.PasswordRequiredException:
-        return  # encrypted: the agent may hold it; connect() says what to do if not
+    except (paramiko.PasswordRequiredException, TypeError):
+        # Encrypted (cryptography raises TypeError for a passphrase-protected OpenSSH key): the
+        # agent may hold it, and connect() says what to do if not.
+        return
     except (paramiko.SSHException, ValueError, OSError):
         if path.read_bytes()[:4] in (b"ssh-", b"ecds"):
             raise SpecError(f"{named} is a public key: give the private one (without .pub)") from None
