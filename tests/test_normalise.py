@@ -181,3 +181,22 @@ def test_the_real_tp4_qwen3_moe_server_normalises(real_model_info):
     assert e.gpu_count is None  # a CPU server: no GPUs to count
     assert e.max_running_requests == info["internal_states"][0]["effective_max_running_requests_per_dp"]
     assert e.decode_cuda_graph_max_bs == info["cuda_graph_config"]["decode"]["max_bs"]
+
+
+@pytest.mark.parametrize(
+    "in_use, visible, count, source",
+    [
+        ([4, 5, 6, 7], None, 4, "nvidia-smi: the SGLang process uses GPU 4, 5, 6, 7"),
+        ([], "2,3", 2, "CUDA_VISIBLE_DEVICES=2,3 of the SGLang process"),
+        ([], None, 4, "tp_size × pp_size × dp_size from /server_info"),
+    ],
+    ids=["compute-apps", "cuda-visible-devices", "parallel-sizes"],
+)
+def test_the_gpu_count_is_what_the_server_uses_not_what_the_host_has(in_use, visible, count, source):
+    # Eight GPUs on the host; the tp 4 server runs on some of them.
+    p = load_profile("qwen35-122b-a10b-4xrtx6000-candidate")
+    gpus = [GpuFact(index=i, name=p.gpu.name, compute_capability=p.gpu.compute_capability) for i in range(8)]
+    host = HostFacts(gpus=gpus, gpu_source="nvidia-smi", gpus_in_use=in_use, cuda_visible_devices=visible)
+    e = normalise(facts_of(p.server_info(), p.model_info(), host=host)).effective
+    assert (e.gpu_count, e.source_of("gpu_count")) == (count, source)
+    assert e.sm == 120
