@@ -139,7 +139,8 @@ def _normalise(facts: Facts) -> Snapshot:
             "max_running_requests_total",
             (mrr * workers, f"effective.max_running_requests × dp_size ({workers}{', attention DP' if attn_dp else ''})"),
         )
-    usage = state0.get("memory_usage") if isinstance(state0.get("memory_usage"), dict) else {}
+    memory_usage = state0.get("memory_usage")
+    usage: dict[str, Any] = memory_usage if isinstance(memory_usage, dict) else {}
     pick.set(
         "max_total_num_tokens",
         (info.get("max_total_num_tokens"), f"{where_si} max_total_num_tokens"),

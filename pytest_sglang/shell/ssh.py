@@ -135,14 +135,16 @@ class SSHShell:
         client = paramiko.SSHClient()
         if self.known_hosts.is_file():
             client.load_system_host_keys(str(self.known_hosts))
-        client.set_missing_host_key_policy(paramiko.AutoAddPolicy() if self.insecure else _RejectUnknown(self))
+        # _RejectUnknown has MissingHostKeyPolicy's one method; paramiko is imported lazily.
+        policy: Any = paramiko.AutoAddPolicy() if self.insecure else _RejectUnknown(self)
+        client.set_missing_host_key_policy(policy)
         sock = self._proxy_sock()
         try:
             client.connect(
                 dest.host,
                 port=dest.port or 22,
                 username=dest.user,
-                key_filename=self._identity_files(),
+                key_filename=self._identity_files(),  # type: ignore[arg-type]  # paramiko takes a list too
                 timeout=self.connect_timeout,
                 banner_timeout=self.connect_timeout,
                 auth_timeout=self.connect_timeout,

@@ -9,6 +9,7 @@ queue first-in first-out, so load above the cap shows as a rising time to first 
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import json
@@ -22,7 +23,7 @@ import time
 import uuid
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from email.message import Message
@@ -76,7 +77,7 @@ class Reply:
     body: bytes = b""
     content_type: str = "application/json"
     # Server-sent event frames, sent with chunked transfer encoding as they are produced.
-    stream: Iterator[bytes] | None = None
+    stream: Generator[bytes, None, None] | None = None
 
 
 def json_reply(data: Any, status: int = 200) -> Reply:
@@ -443,7 +444,7 @@ def metrics_text(profile: Profile, snap: LoadSnapshot) -> str:
     capacity = profile.runtime.max_total_num_tokens
     lines: list[str] = []
 
-    def family(name: str, kind: str, help_text: str, samples: list[tuple[str, dict[str, str], float]]) -> None:
+    def family(name: str, kind: str, help_text: str, samples: Sequence[tuple[str, dict[str, str], float]]) -> None:
         lines.append(f"# HELP {name} {help_text}")
         lines.append(f"# TYPE {name} {kind}")
         lines.extend(f"{sample}{_prom_labels(labels)} {_prom_number(value)}" for sample, labels, value in samples)
@@ -466,7 +467,7 @@ def metrics_text(profile: Profile, snap: LoadSnapshot) -> str:
     counter("sglang:generation_tokens", "Number of generation tokens processed.", totals.generation_tokens)
     counter("sglang:num_requests", "Number of requests processed.", totals.requests)
     ttft = "sglang:time_to_first_token_seconds"
-    buckets = [
+    buckets: list[tuple[str, dict[str, str], float]] = [
         (f"{ttft}_bucket", {**tokenizer, "le": _prom_number(bound)}, count)
         for bound, count in zip((*TTFT_BUCKETS, float("inf")), (*totals.ttft_buckets, totals.ttft_count))
     ]
@@ -607,8 +608,11 @@ class Simulator:
                 raise BadRequest("the simulator streams one prompt per request")
             frames = self._generate_stream(prompts[0], max_new, Timeline(received))
             return Reply(200, content_type="text/event-stream", stream=frames)
-        results = _in_parallel([lambda p=p: self._generate_one(p, max_new, Timeline(received)) for p in prompts])
+        results = _in_parallel([functools.partial(self._generate_one, p, max_new, Timeline(received)) for p in prompts])
         return json_reply(results if batch else results[0])
+
+    def _token_ids(self, prompt: Prompt, max_new: int) -> list[int]:
+        return list(self.engine.run(prompt, max_new))
 
     def _generate_one(self, prompt: Prompt, max_new: int, timeline: Timeline) -> dict[str, Any]:
         timeline.dispatched = time.time()
@@ -617,7 +621,7 @@ class Simulator:
         meta = self._meta_info(uuid.uuid4().hex, prompt, ids, timeline, finished=True, sent=True)
         return {"text": _text_of(ids), "output_ids": ids, "meta_info": meta}
 
-    def _generate_stream(self, prompt: Prompt, max_new: int, timeline: Timeline) -> Iterator[bytes]:
+    def _generate_stream(self, prompt: Prompt, max_new: int, timeline: Timeline) -> Generator[bytes, None, None]:
         """Chunks with the cumulative text and ids. The send time is stamped by the first
         chunk and reported again only by the last, as SGLang does."""
         rid, ids = uuid.uuid4().hex, []
@@ -674,7 +678,7 @@ class Simulator:
                 raise BadRequest("the simulator streams one prompt per request")
             frames = self._completion_frames(head, prompts[0], max_new, _include_usage(body))
             return Reply(200, content_type="text/event-stream", stream=frames)
-        ids_per_prompt = _in_parallel([lambda p=p: list(self.engine.run(p, max_new)) for p in prompts])
+        ids_per_prompt = _in_parallel([functools.partial(self._token_ids, p, max_new) for p in prompts])
         choices = [_completion_choice(i, _text_of(ids), "length") for i, ids in enumerate(ids_per_prompt)]
         usage = self._usage(sum(p.tokens for p in prompts), sum(len(ids) for ids in ids_per_prompt))
         reply = {**head, "choices": choices, "usage": usage}
@@ -704,7 +708,7 @@ class Simulator:
         reply = {**head, "choices": [choice], "usage": self._usage(prompt.tokens, len(ids)), "metadata": metadata}
         return json_reply(reply)
 
-    def _chat_frames(self, head: dict[str, Any], prompt: Prompt, max_new: int, include_usage: bool) -> Iterator[bytes]:
+    def _chat_frames(self, head: dict[str, Any], prompt: Prompt, max_new: int, include_usage: bool) -> Generator[bytes, None, None]:
         # 0.5.23 sends `usage` only in the usage chunk and names reasoning_content in every delta.
         lean = self.profile.has("lean_chat_answers")
 
@@ -726,7 +730,7 @@ class Simulator:
 
     def _completion_frames(
         self, head: dict[str, Any], prompt: Prompt, max_new: int, include_usage: bool
-    ) -> Iterator[bytes]:
+    ) -> Generator[bytes, None, None]:
         # 0.5.23 puts the finish reason on the last token's chunk; older simulated ones add an empty chunk.
         on_last = self.profile.has("finish_on_last_completion_chunk")
         generated = 0
