@@ -116,11 +116,17 @@ class LaunchCommand:
     problems: list[str] = field(default_factory=list)
     # Deprecated spellings used, each with the flag SGLang names instead ("" when it names none).
     deprecated: dict[str, str] = field(default_factory=dict)
+    # The full flag that set each field, as argparse completed the spelling used.
+    flags: dict[str, str] = field(default_factory=dict)
     config_file: str | None = None
     flag_table_version: str = ""
 
     def __getitem__(self, name: str) -> Any:
         return self.requested[name]
+
+    def flag_of(self, name: str) -> str | None:
+        """The full flag that set a field (argparse's reading of an abbreviation), if any."""
+        return self.flags.get(name)
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.requested.get(name, default)
@@ -312,6 +318,7 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
             value = _convert(values, entry, flag, result, many=entry.get("nargs") in ("+", "*"))
         result.requested[dest] = value
         result.spelled[dest] = flag if not from_config else f"--config {result.config_file}"
+        result.flags[dest] = full
 
 
 def _values(argv: list[str], i: int, inline: str | None, *, nargs: Any) -> tuple[list[str], int]:

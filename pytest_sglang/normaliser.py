@@ -113,6 +113,10 @@ def _normalise(facts: Facts) -> Snapshot:
         if requested is not None:
             flag = requested.spelled.get(name)
             where = f"launch command {flag}" if flag else "the launch command leaves SGLang's default"
+            full = flag and requested.flag_of(name)
+            if full in requested.deprecated:
+                instead = requested.deprecated[full]
+                where += f" (deprecated in SGLang {requested.flag_table_version}{': use ' + instead if instead else ''})"
             return requested.get(name), f"{where}, {launch_source}"
         if fallback is not None and fallback in info:
             return info[fallback], f"{where_si} {fallback} (the argument after start-up adjustments)"

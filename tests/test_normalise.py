@@ -200,3 +200,22 @@ def test_the_gpu_count_is_what_the_server_uses_not_what_the_host_has(in_use, vis
     e = normalise(facts_of(p.server_info(), p.model_info(), host=host)).effective
     assert (e.gpu_count, e.source_of("gpu_count")) == (count, source)
     assert e.sm == 120
+
+
+def test_a_deprecated_spelling_in_the_launch_command_is_named_with_what_it_requested(real_server_info):
+    # SGLang 0.5.18 reads the seed's --disable-piecewise-cuda-graph as cuda_graph_backend_prefill=disabled.
+    info = copy.deepcopy(real_server_info)
+    info["version"] = "0.5.18"
+    info.pop("launch_command", None)
+    for body in [info, *info["internal_states"]]:
+        if isinstance(body.get("cuda_graph_config"), dict):
+            body["cuda_graph_config"]["prefill"]["backend"] = "disabled"
+    command = "python -m sglang.launch_server --model-path /models/tiny-llama --disable-piecewise-cuda-graph"
+    host = HostFacts(launch_command=command, launch_command_source="/proc/4242/cmdline on local")
+    e = normalise(facts_of(info, host=host)).effective
+    assert e.prefill_cuda_graph is False
+    assert e.requested("prefill_cuda_graph") == "disabled"
+    assert e.provenance["prefill_cuda_graph"].requested_source == (
+        "launch command --disable-piecewise-cuda-graph (deprecated in SGLang 0.5.18: use --cuda-graph-backend-prefill=disabled), "
+        "/proc/4242/cmdline on local"
+    )
