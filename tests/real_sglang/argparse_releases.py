@@ -11,12 +11,7 @@ against it; the real tier checks the data is still what the releases say.
 from __future__ import annotations
 
 import json
-import os
-import shlex
-import subprocess
 import sys
-import tempfile
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -90,35 +85,13 @@ def _argv(command: str) -> list[str]:
     return words
 
 
-def _fill(word: str, paths: dict[str, Path]) -> str:
-    for name, path in paths.items():
-        word = word.replace(f"{{{name}}}", str(path))
-    return word
+def requests() -> list[dict]:
+    return [{"name": name, "argv": _argv(command)} for name, command in commands().items()]
 
 
-def parsed_by(version: str, cases: dict[str, str], python: Path) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = {name: Path(tmp) / f"{name}.yaml" for name in CONFIGS}
-        for name, path in paths.items():
-            path.write_text(CONFIGS[name])
-        requests = [{"name": name, "argv": [_fill(w, paths) for w in _argv(command)]} for name, command in cases.items()]
-        with zipfile.ZipFile(flag_table_live.wheel(version)) as whl:
-            whl.extractall(tmp)
-        env = {**os.environ, "PYTHONPATH": tmp, "SGLANG_FROM_WHEEL": version}
-        out = subprocess.run(
-            [str(python), str(HERE / "sglang_offline.py"), "parse"],
-            input=json.dumps(requests), env=env, capture_output=True, text=True, check=True,
-        ).stdout  # fmt: skip
-        moved = flag_table_live.renames((Path(tmp) / "sglang" / "srt" / "server_args.py").read_text())
-        for name, path in paths.items():  # machine paths back to placeholders
-            out = out.replace(str(path), f"{{{name}}}")
-    answers = redact_mapping(json.loads(out))
-    for entry in answers.values():  # field names, as the flag tables use them
-        parsed = entry.get("parsed", {})
-        for old, new in moved.items():
-            if old in parsed and new not in parsed:
-                parsed[new] = parsed.pop(old)
-    return answers
+def ask(version: str, python: Path) -> tuple[dict, dict]:
+    """(the release's flag table, what it parsed of every command), from one import."""
+    return flag_table_live.ask(version, python, requests(), CONFIGS)
 
 
 def generate() -> dict[str, Any]:
@@ -126,7 +99,7 @@ def generate() -> dict[str, Any]:
     cases = commands()
     releases: dict[str, Any] = {}
     for version in RELEASES:
-        answers = parsed_by(version, cases, python)
+        answers = redact_mapping(ask(version, python)[1])
         base = answers["base"]["parsed"]
         stored = {}
         for name in cases:

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -68,26 +69,70 @@ def renames(server_args_source: str) -> dict[str, str]:
     return out
 
 
-def table(version: str, python: Path) -> dict:
+_ASKED: dict[str, tuple[dict, dict]] = {}
+
+
+def ask(version: str, python: Path, requests: Sequence[dict] = (), files: Mapping[str, str] | None = None) -> tuple[dict, dict]:
+    """One import of a release: (its flag table, what its own ``prepare_server_args`` parsed of
+    each request). Requests are ``{"name", "argv"}``; ``{NAME}`` in an argv word is the path of
+    ``files[NAME]``, written for the call and turned back into ``{NAME}`` in the answers.
+    Answers are kept for the process, so a table and a parse of one release import it once."""
+    key = json.dumps([version, str(python), list(requests), dict(files or {})], sort_keys=True)
+    if key not in _ASKED:
+        _ASKED[key] = _ask(version, python, list(requests), dict(files or {}))
+    return _ASKED[key]
+
+
+def _ask(version: str, python: Path, requests: list[dict], files: dict[str, str]) -> tuple[dict, dict]:
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp)
+        src, written = Path(tmp) / "src", Path(tmp) / "files"
         with zipfile.ZipFile(wheel(version)) as whl:
             whl.extractall(src)
+        written.mkdir()
+        paths = {name: written / f"{name}.yaml" for name in files}
+        for name, path in paths.items():
+            path.write_text(files[name])
+        filled = [{**r, "argv": [_fill(w, paths) for w in r["argv"]]} for r in requests]
         env = {**os.environ, "PYTHONPATH": str(src), "SGLANG_FROM_WHEEL": version}
-        out = subprocess.run([str(python), str(HERE / "sglang_offline.py"), "cli-table"], env=env, capture_output=True, text=True)
+        out = subprocess.run(
+            [str(python), str(HERE / "sglang_offline.py"), "release"],
+            input=json.dumps(filled), env=env, capture_output=True, text=True,
+        )  # fmt: skip
         if out.returncode:
-            raise RuntimeError(f"sglang {version}: cli-table failed: {out.stderr.strip().splitlines()[-1:]}")
+            raise RuntimeError(f"sglang {version}: sglang_offline.py release failed: {out.stderr.strip().splitlines()[-1:]}")
+        text = out.stdout
+        for name, path in paths.items():  # machine paths back to placeholders
+            text = text.replace(str(path), f"{{{name}}}")
         moved = renames((src / "sglang" / "srt" / "server_args.py").read_text())
-    data = json.loads(out.stdout)
+    answer = json.loads(text)
+    data = answer["table"]
     if data["sglang_version"] != version:
         raise RuntimeError(f"asked for sglang {version}, imported {data['sglang_version']}")
-    fields = data["fields"]
-    for old, new in moved.items():
-        if old in fields and new not in fields:
-            fields[new] = fields.pop(old)
-    data["fields"] = dict(sorted(fields.items()))
+    data["fields"] = dict(sorted(_renamed(data["fields"], moved).items()))
     data["source"] = f"argparse table of sglang {version}'s ServerArgs.add_cli_args (from_cli_args renames applied), written by tests/real_sglang/flag_table_live.py"
-    return data
+    parsed = answer["parse"]
+    for entry in parsed.values():  # field names, as the tables use them
+        if "parsed" in entry:
+            entry["parsed"] = _renamed(entry["parsed"], moved)
+    return data, parsed
+
+
+def _renamed(fields: dict, moved: dict[str, str]) -> dict:
+    out = dict(fields)
+    for old, new in moved.items():
+        if old in out and new not in out:
+            out[new] = out.pop(old)
+    return out
+
+
+def _fill(word: str, paths: dict[str, Path]) -> str:
+    for name, path in paths.items():
+        word = word.replace(f"{{{name}}}", str(path))
+    return word
+
+
+def table(version: str, python: Path) -> dict:
+    return ask(version, python)[0]
 
 
 def write(version: str, python: Path) -> str:

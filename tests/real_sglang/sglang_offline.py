@@ -1,7 +1,7 @@
 """Run inside the harness's SGLang environment (never imported by the project).
 
     python sglang_offline.py cli-table          # SGLang's own argparse table, as JSON
-    python sglang_offline.py parse < cases      # what SGLang's argparse alone made of each argv
+    python sglang_offline.py release < cases    # cli-table, and what the release's parser made of each argv
     python sglang_offline.py resolve < cases    # prepare_server_args(argv).resolve_once().resolved_dict()
 
 ``cases`` is a JSON list of ``{"name": ..., "argv": [...]}``; the answer maps each name to
@@ -174,8 +174,8 @@ if __name__ == "__main__":
         _tolerate_known_transformers_configs()
     if command == "cli-table":
         result = cli_table()
-    elif command == "parse":
-        result = parse(json.load(sys.stdin))
+    elif command == "release":
+        result = {"table": cli_table(), "parse": parse(json.load(sys.stdin))}
     elif command == "resolve":
         result = resolve(json.load(sys.stdin))
     else:
