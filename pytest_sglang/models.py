@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterator
 
+from typing_extensions import Self
+
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from . import _reads
@@ -33,6 +35,26 @@ class _Recorded(BaseModel):
     def bind(self, label: str, origin: str, target: str) -> Any:
         self._label, self._origin, self._target = label, origin, target
         return self
+
+    @classmethod
+    def from_mapping(cls, data: Any) -> Self:
+        """Validate leniently: a field whose type changed in some SGLang version (or that a
+        damaged source garbled) is kept as reported, under its own name, instead of failing
+        the whole model; the attribute shows that value too, never a silent default."""
+        if not isinstance(data, dict):
+            data = {}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            drifted = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
+            clean = {k: v for k, v in data.items() if k not in drifted}
+            model = cls.model_validate(clean)
+            for name in sorted(drifted):
+                log.debug("%s.%s has an unexpected type; kept as reported", cls.__name__, name)
+                object.__setattr__(model, "__pydantic_extra__", {**(model.__pydantic_extra__ or {}), f"{name}": data[name]})
+                if name in cls.model_fields:
+                    model.__dict__[name] = data[name]
+            return model
 
     def __getattribute__(self, name: str) -> Any:
         value = super().__getattribute__(name)
@@ -126,21 +148,6 @@ class ServerArgs(_Recorded):
     admin_api_key: str | None = None
     random_seed: int | None = None
 
-    @classmethod
-    def from_mapping(cls, data: dict[str, Any]) -> ServerArgs:
-        """Validate leniently: a field whose type changed in some SGLang version is kept
-        untyped under its own name instead of failing the whole model."""
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            drifted = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
-            clean = {k: v for k, v in data.items() if k not in drifted}
-            model = cls.model_validate(clean)
-            for name in sorted(drifted):
-                log.debug("server_args.%s has an unexpected type; kept as reported", name)
-                object.__setattr__(model, "__pydantic_extra__", {**(model.__pydantic_extra__ or {}), f"{name}": data[name]})
-            return model
-
     # Mapping-like access to every field, typed or not.
     def as_dict(self) -> dict[str, Any]:
         out = self.model_dump(exclude_unset=True)
@@ -190,7 +197,8 @@ class ModelInfo(_Recorded):
 
     @property
     def architecture(self) -> str | None:
-        return self.architectures[0] if self.architectures else None
+        archs = self.architectures
+        return archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
 
     def __repr__(self) -> str:
         return f"ModelInfo(model_path={self.model_path!r}, architectures={self.architectures!r})"

@@ -4,7 +4,10 @@ is handled here (and in :mod:`pytest_sglang.knowledge`), nowhere else."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from . import _reads, knowledge
 from .facts import SERVER_INFO_EXTRA_KEYS, Facts
@@ -35,31 +38,66 @@ class Snapshot:
 
 
 class _Pick:
-    """Collects effective values and their provenance."""
+    """Collects effective values and their provenance. A candidate whose value does not fit the
+    field's type (a server or log that says ``tp_size='four'``) is passed over, and the next
+    candidate is used; the provenance names what was passed over."""
 
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
         self.provenance: dict[str, Provenance] = {}
 
     def set(self, name: str, *candidates: tuple[Any, str], requested: tuple[Any, str] | None = None, note: str | None = None) -> Any:
+        passed_over: list[str] = []
         for value, source in candidates:
-            if value is not None:
-                self.values[name] = value
-                self.provenance[name] = Provenance(
-                    source=source,
-                    requested=requested[0] if requested else None,
-                    requested_source=requested[1] if requested else None,
-                    note=note,
-                )
-                return value
-        if requested is not None or note:
+            if value is None:
+                continue
+            fitted, ok = _fit(name, value)
+            if not ok:
+                passed_over.append(f"{source} = {_short(value)} is not a {_type_name(name)}: ignored")
+                continue
+            self.values[name] = fitted
+            self.provenance[name] = Provenance(
+                source=source,
+                requested=requested[0] if requested else None,
+                requested_source=requested[1] if requested else None,
+                note="; ".join([*passed_over, *([note] if note else [])]) or None,
+            )
+            return fitted
+        if requested is not None or note or passed_over:
             self.provenance[name] = Provenance(
                 source="not reported by this target",
                 requested=requested[0] if requested else None,
                 requested_source=requested[1] if requested else None,
-                note=note,
+                note="; ".join([*passed_over, *([note] if note else [])]) or None,
             )
         return None
+
+
+@lru_cache(maxsize=None)
+def _adapter(name: str) -> TypeAdapter[Any] | None:
+    field_info = Effective.model_fields.get(name)
+    return TypeAdapter(field_info.annotation) if field_info is not None else None
+
+
+def _fit(name: str, value: Any) -> tuple[Any, bool]:
+    """(the value as the Effective field holds it, whether it fits at all)."""
+    adapter = _adapter(name)
+    if adapter is None:
+        return value, True
+    try:
+        return adapter.validate_python(value), True
+    except ValidationError:
+        return None, False
+
+
+def _type_name(name: str) -> str:
+    annotation = Effective.model_fields[name].annotation
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def normalise(facts: Facts) -> Snapshot:
@@ -71,10 +109,12 @@ def _normalise(facts: Facts) -> Snapshot:
     warnings: list[str] = []
     info = facts.body("server_info") or {}
     where_si = facts.where("server_info")
-    states = [s for s in info.get("internal_states") or [] if isinstance(s, dict)]
+    reported_states = info.get("internal_states")
+    states = [s for s in reported_states if isinstance(s, dict)] if isinstance(reported_states, list) else []
     state0: dict[str, Any] = states[0] if states else {}
     loads = facts.body("loads") if isinstance(facts.body("loads"), dict) else None
-    load0 = (loads.get("loads") or [{}])[0] if loads else {}
+    rows = loads.get("loads") if loads else None
+    load0: dict[str, Any] = rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else {}
     load0 = load0 if isinstance(load0, dict) else {}
     host = facts.host
 
@@ -89,7 +129,7 @@ def _normalise(facts: Facts) -> Snapshot:
         if not startup.complete:
             warnings.append(f"start-up line is {startup.describe()}")
     server_args = ServerArgs.from_mapping(arg_fields).bind("server_args", args_source, facts.target)
-    model_info = ModelInfo.model_validate(facts.body("model_info") or {}).bind(
+    model_info = ModelInfo.from_mapping(facts.body("model_info") or {}).bind(
         "model_info", facts.where("model_info"), facts.target
     )
     capacity_line = logs.capacity
@@ -188,7 +228,8 @@ def _normalise(facts: Facts) -> Snapshot:
     )
 
     # --- model --------------------------------------------------------------------------
-    archs = list(model_info.architectures)
+    reported = model_info.architectures
+    archs = [a for a in reported if isinstance(a, str)] if isinstance(reported, list) else []
     if archs:
         pick.set("architectures", (archs, f"{facts.where('model_info')} architectures"))
     if model_info.has_image_understanding is not None or model_info.has_audio_understanding is not None:

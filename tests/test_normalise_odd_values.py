@@ -1,0 +1,97 @@
+"""Whatever types a server (or a damaged log) reports, normalising never fails: a value that does
+not fit an effective field is passed over with a note, and the next source is used."""
+
+from __future__ import annotations
+
+import copy
+import os
+import json
+
+import pytest
+
+from support import artefact
+from test_normalise import as_0512_era, facts_of
+from pytest_sglang import normalise
+from pytest_sglang.models import Effective
+from pytest_sglang.redact import is_secret_key
+from pytest_sglang.sim import load_profile
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+REAL = json.loads(artefact("server_info.json"))
+MODEL_INFO = json.loads(artefact("model_info.json"))
+ERAS = {"0.5.23": REAL, "0.5.12": as_0512_era(REAL)}
+
+odd_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**40), max_value=2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.lists(st.integers(min_value=-3, max_value=600), max_size=4),
+    st.dictionaries(st.sampled_from(["backend", "max_bs", "bs", "decode", "prefill", "x"]), st.one_of(st.none(), st.integers(), st.text(max_size=5)), max_size=3),
+)
+
+
+def _keys(era: str) -> list[str]:
+    info = ERAS[era]
+    return sorted(set(info) | set(info["internal_states"][0]))
+
+
+@hypothesis.settings(max_examples=int(os.environ.get("ODD_VALUES_EXAMPLES", "300")), deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow])
+@hypothesis.given(data=st.data(), era=st.sampled_from(sorted(ERAS)))
+def test_any_reported_types_normalise_without_failing(data, era):
+    info = copy.deepcopy(ERAS[era])
+    changes = data.draw(st.dictionaries(st.sampled_from(_keys(era)), odd_values, min_size=1, max_size=6))
+    in_state = data.draw(st.booleans())
+    for key, value in changes.items():
+        (info["internal_states"][0] if in_state else info)[key] = value
+    snap = normalise(facts_of(info, MODEL_INFO))
+    # Every effective value fits its declared type (the model would not exist otherwise) ...
+    Effective.model_validate(snap.effective.model_dump())
+    # ... and nothing reported was silently replaced in server_args.
+    if not in_state:
+        for key, value in changes.items():
+            if key in snap.server_args.as_dict() and not is_secret_key(key):  # secrets are redacted
+                assert snap.server_args[key] == value or value != value  # NaN is not equal to itself
+
+
+def test_a_value_of_the_wrong_type_is_passed_over_with_a_note_and_the_next_source_used():
+    info = copy.deepcopy(REAL)
+    info["internal_states"][0]["effective_max_running_requests_per_dp"] = "many"
+    loads = {"loads": [{"dp_rank": 0, "max_running_requests": 2048}]}
+    e = normalise(facts_of(info, MODEL_INFO, loads)).effective
+    assert e.max_running_requests == 2048
+    assert e.source_of("max_running_requests") == "/v1/loads loads[0].max_running_requests"
+    note = e.provenance["max_running_requests"].note
+    assert note.startswith("/server_info internal_states[0].effective_max_running_requests_per_dp = 'many' is not a ")
+    assert note.endswith(": ignored; per data-parallel worker")
+
+
+def test_server_args_keep_what_was_reported_even_in_the_wrong_type():
+    info = copy.deepcopy(REAL)
+    info["tp_size"] = "four"
+    snap = normalise(facts_of(info, MODEL_INFO))
+    assert snap.server_args.tp_size == "four" and snap.server_args["tp_size"] == "four"
+    assert snap.effective.tp_size is None or snap.effective.tp_size != "four"
+
+
+PROFILE = load_profile("qwen35-122b-a10b-4xrtx6000-0.5.23")
+LOADS = PROFILE.loads(running=3, waiting=1, used_tokens=1000, throughput=12.5)
+PROFILE_MODEL_INFO = PROFILE.model_info()
+
+
+@hypothesis.settings(max_examples=int(os.environ.get("ODD_VALUES_EXAMPLES", "200")), deadline=None)
+@hypothesis.given(
+    model_changes=st.dictionaries(st.sampled_from(sorted(PROFILE_MODEL_INFO) + ["architectures"]), odd_values, max_size=4),
+    load_changes=st.dictionaries(st.sampled_from(sorted(LOADS["loads"][0]) + ["accelerator"]), odd_values, max_size=4),
+    top_changes=st.dictionaries(st.sampled_from(sorted(LOADS)), odd_values, max_size=2),
+)
+def test_any_model_info_and_loads_normalise_without_failing(model_changes, load_changes, top_changes):
+    model_info = {**copy.deepcopy(PROFILE_MODEL_INFO), **model_changes}
+    loads = copy.deepcopy(LOADS)
+    loads["loads"][0].update(load_changes)
+    loads.update(top_changes)
+    snap = normalise(facts_of(PROFILE.server_info(), model_info, loads))
+    Effective.model_validate(snap.effective.model_dump())
