@@ -53,7 +53,7 @@ class _Pick:
                 continue
             fitted, ok = _fit(name, value)
             if not ok:
-                passed_over.append(f"{source} = {_short(value)} is not a {_type_name(name)}: ignored")
+                passed_over.append(f"{source} = {_short(value)} is not of type {_type_name(name)}: ignored")
                 continue
             self.values[name] = fitted
             self.provenance[name] = Provenance(
@@ -92,7 +92,8 @@ def _fit(name: str, value: Any) -> tuple[Any, bool]:
 
 def _type_name(name: str) -> str:
     annotation = Effective.model_fields[name].annotation
-    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+    text = getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+    return text.removesuffix(" | None")
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -65,7 +65,7 @@ def test_a_value_of_the_wrong_type_is_passed_over_with_a_note_and_the_next_sourc
     assert e.max_running_requests == 2048
     assert e.source_of("max_running_requests") == "/v1/loads loads[0].max_running_requests"
     note = e.provenance["max_running_requests"].note
-    assert note.startswith("/server_info internal_states[0].effective_max_running_requests_per_dp = 'many' is not a ")
+    assert note.startswith("/server_info internal_states[0].effective_max_running_requests_per_dp = 'many' is not of type ")
     assert note.endswith(": ignored; per data-parallel worker")
 
 
