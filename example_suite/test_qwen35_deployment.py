@@ -80,3 +80,11 @@ def test_the_start_up_log_says_what_the_server_reports(sglang_logs, server_args)
 def test_the_launch_uses_no_deprecated_flag(sglang_logs):
     # SGLang's words for it: "'--flag' is deprecated and will be removed in a future release."
     assert sglang_logs.search(r"'--[\w-]+' is deprecated") == []
+
+
+def test_sglang_reads_every_flag_of_the_launch_command(requested):
+    # Read with the flag table of the server's own SGLang release: a flag it does not know, an
+    # ambiguous abbreviation or a deprecated spelling is a flag that may not do what was meant.
+    assert requested.problems == []
+    assert requested.unknown == {}
+    assert requested.deprecated == {}

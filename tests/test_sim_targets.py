@@ -24,12 +24,12 @@ def example_suite(pytester):
 @pytest.mark.parametrize("host", [BASELINE, NEW])
 def test_the_example_suite_passes_on_the_good_deployments(example_suite, host):
     result = example_suite.runpytest("--sglang-host", host, "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=13)
+    result.assert_outcomes(passed=14)
 
 
 def test_the_example_suite_fails_the_candidate_on_capacity_and_cuda_graph(example_suite):
     result = example_suite.runpytest("--sglang-host", CANDIDATE, "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=11, failed=2)
+    result.assert_outcomes(passed=12, failed=2)
     result.stdout.fnmatch_lines(
         [
             "*FAILED*test_effective_running_requests_meet_the_sizing*",
