@@ -76,7 +76,9 @@ class _Pick:
 @lru_cache(maxsize=None)
 def _adapter(name: str) -> TypeAdapter[Any] | None:
     field_info = Effective.model_fields.get(name)
-    return TypeAdapter(field_info.annotation) if field_info is not None else None
+    if field_info is None or field_info.annotation is None:
+        return None
+    return TypeAdapter(field_info.annotation)
 
 
 def _fit(name: str, value: Any) -> tuple[Any, bool]:
