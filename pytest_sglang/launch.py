@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from packaging.version import Version
 
-from .redact import REDACTED, is_secret_key, redact_command
+from .redact import REDACTED, is_secret_flag, is_secret_key, redact_command
 from .versions import parse_version
 
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -287,7 +287,9 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
             result.problems.append(problem)
         if full is None:
             values, i = _values(argv, i, inline if eq else None, nargs="*")
-            result.unknown[flag] = _guess(values)
+            guessed = _guess(values)
+            secret = is_secret_flag(flag) or is_secret_key(flag.lstrip("-").replace("-", "_"))
+            result.unknown[flag] = REDACTED if secret and guessed not in (True, None, "") else guessed
             if not problem:
                 result.problems.append(f"{flag} is not a flag of SGLang {table.sglang_version}")
             continue

@@ -34,8 +34,28 @@ _FLAG_SECRET = re.compile(r"^--?(?:[\w-]*-)?(api-key|admin-api-key|ssl-keyfile-p
 _ENV_SECRET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:API_KEY|TOKEN|PASSWORD|SECRET)[A-Za-z0-9_]*)=", re.I)
 
 
+# SGLang's secret flags, and the exact flags that are prefixes of them without being secret.
+# argparse takes any unambiguous prefix (``--api sk-...`` is ``--api-key``), so a prefix of a
+# secret flag hides its value too.
+_SECRET_FLAGS = ("--api-key", "--admin-api-key", "--ssl-keyfile-password", "--hf-token", "--watermark-key", "--watermark-config")
+_NOT_SECRET_FLAGS = frozenset({"--ssl-keyfile"})
+
+
 def is_secret_key(key: str) -> bool:
     return key in SECRET_KEYS or bool(_SECRET_NAME.search(key))
+
+
+def is_secret_flag(flag: str) -> bool:
+    """``--api-key``, ``--foo-password``, and any abbreviation argparse would read as a secret flag."""
+    if _FLAG_SECRET.match(flag):
+        return True
+    lowered = flag.lower()
+    return (
+        lowered.startswith("--")
+        and len(lowered) > 2
+        and lowered not in _NOT_SECRET_FLAGS
+        and any(secret.startswith(lowered) for secret in _SECRET_FLAGS)
+    )
 
 
 def redact_value(key: str, value: Any) -> Any:
@@ -75,7 +95,7 @@ def redact_command(command: str) -> str:
             hide_next = False
             continue
         flag, eq, _ = word.partition("=")
-        if _FLAG_SECRET.match(flag):
+        if is_secret_flag(flag):
             if eq:
                 out.append(f"{flag}={REDACTED}")
             else:
@@ -108,11 +128,11 @@ _CLI_FLAG = re.compile(r"(--[\w-]+)([= ])(\S+)")  # --api-key x
 def redact_log_line(line: str) -> str:
     """A log line with secret values replaced: ``api_key='x'`` in the ``ServerArgs(...)`` line,
     ``'api_key': 'x'`` in the dict line, ``--api-key x`` in a logged command line."""
-    if "key" not in line and "password" not in line and "token" not in line and "secret" not in line:
+    if "key" not in line and "password" not in line and "token" not in line and "secret" not in line and "--" not in line:
         return line
     line = _REPR_FIELD.sub(lambda m: f"{m.group(1)}='{REDACTED}'" if is_secret_key(m.group(1)) else m.group(0), line)
     line = _DICT_FIELD.sub(
         lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}'{REDACTED}'" if is_secret_key(m.group(2)) else m.group(0),
         line,
     )
-    return _CLI_FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}" if _FLAG_SECRET.match(m.group(1)) else m.group(0), line)
+    return _CLI_FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}" if is_secret_flag(m.group(1)) else m.group(0), line)

@@ -36,6 +36,9 @@ def test_unset_secrets_stay_unset_so_tests_can_tell():
         ("--api-key=sk-1 --admin-api-key adm", "--api-key=<redacted> --admin-api-key <redacted>"),
         ("HF_TOKEN=hf_x OPENAI_API_KEY=sk python -m sglang.launch_server --ssl-keyfile-password pw", "HF_TOKEN=<redacted> OPENAI_API_KEY=<redacted> python -m sglang.launch_server --ssl-keyfile-password <redacted>"),
         ("--watermark-config '{\"key\": 1}' --json-model-override-args '{\"a\": 1}'", "--watermark-config <redacted> --json-model-override-args '{\"a\": 1}'"),
+        # argparse reads any unambiguous prefix: '--api sk-1' is '--api-key sk-1'.
+        ("--api sk-1 --admin-api=adm --ssl-keyfile-pass pw", "--api <redacted> --admin-api=<redacted> --ssl-keyfile-pass <redacted>"),
+        ("--ssl-keyfile /etc/k.pem --ssl-certfile /etc/c.pem", "--ssl-keyfile /etc/k.pem --ssl-certfile /etc/c.pem"),
     ],
 )
 def test_launch_commands_keep_everything_but_the_secret_values(command, expected):
@@ -51,6 +54,7 @@ def test_launch_commands_keep_everything_but_the_secret_values(command, expected
         ),
         ("server_args={'api_key': 'sk-1', 'ssl_keyfile_password': \"p'w\", 'tp_size': 4}", "server_args={'api_key': '<redacted>', 'ssl_keyfile_password': '<redacted>', 'tp_size': 4}"),
         ("launching: python -m sglang.launch_server --api-key sk-1 --tp 4", "launching: python -m sglang.launch_server --api-key <redacted> --tp 4"),
+        ("launching: python -m sglang.launch_server --api-k sk-1 --tp 4", "launching: python -m sglang.launch_server --api-k <redacted> --tp 4"),
         ("max_total_num_tokens=8192, max_running_requests=48", "max_total_num_tokens=8192, max_running_requests=48"),
     ],
 )
@@ -66,3 +70,17 @@ def test_a_redacted_startup_line_still_parses():
 
     line = parse_startup_line(redact_log_line("server_args=ServerArgs(api_key='sk-1', tp_size=4)"))
     assert line.complete and line.fields == {"api_key": REDACTED, "tp_size": 4}
+
+
+@pytest.mark.parametrize("version", ["0.5.5", "0.5.12", "0.5.23"])
+def test_a_parsed_launch_command_shows_no_secret_whatever_the_spelling(version):
+    from pytest_sglang.launch import parse_launch_command
+
+    secrets = ["sk-abbrev", "sk-equals", "hf_unknown", "pw-unknown", "sk-custom"]
+    launch = parse_launch_command(
+        "HF_TOKEN=hf_env python -m sglang.launch_server --model-path m --api-ke sk-abbrev --admin-api=sk-equals "
+        "--hf-token hf_unknown --ssl-keyfile-password pw-unknown --my-proxy-api-key sk-custom",
+        sglang_version=version,
+    )
+    shown = repr(launch)  # every attribute: text, argv, env, requested, unknown, problems
+    assert not [secret for secret in [*secrets, "hf_env"] if secret in shown]
