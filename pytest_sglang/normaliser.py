@@ -3,6 +3,7 @@ is handled here (and in :mod:`pytest_sglang.knowledge`), nowhere else."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -275,9 +276,13 @@ def _normalise(facts: Facts) -> Snapshot:
 
 
 def _launch(info: dict[str, Any], where_si: str, host: Any) -> tuple[str | None, str | None]:
-    """The launch command: /server_info (0.5.20+), else what the host shows."""
-    if info.get("launch_command"):
-        return info["launch_command"], f"{where_si} launch_command"
+    """The launch command: /server_info (0.5.20+), else what the host shows. A command given
+    as an argv list is joined; anything else is not a launch command."""
+    reported = info.get("launch_command")
+    if isinstance(reported, list) and reported and all(isinstance(w, str) for w in reported):
+        reported = shlex.join(reported)
+    if isinstance(reported, str) and reported.strip():
+        return reported, f"{where_si} launch_command"
     if host is not None and host.launch_command:
         return host.launch_command, host.launch_command_source
     return None, None
@@ -287,8 +292,8 @@ def _cuda_graphs(pick: _Pick, arg: Any, asked: Any) -> None:
     config, config_src = arg("cuda_graph_config")
     disabled_all, disabled_src = arg("disable_cuda_graph")
     if isinstance(config, dict):  # 0.5.14+: CudaGraphConfig(decode=PhaseConfig, prefill=PhaseConfig)
-        decode = config.get("decode") or {}
-        prefill = config.get("prefill") or {}
+        decode = config.get("decode") if isinstance(config.get("decode"), dict) else {}
+        prefill = config.get("prefill") if isinstance(config.get("prefill"), dict) else {}
         d_backend, p_backend = decode.get("backend"), prefill.get("backend")
         if d_backend is not None:
             pick.set("decode_cuda_graph", (d_backend != "disabled", f"{config_src}.decode.backend = {d_backend!r}"))

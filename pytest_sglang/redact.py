@@ -73,6 +73,8 @@ def redact_mapping(data: Any) -> Any:
                 out[key] = redact_value(key, value)
             elif key in ("launch_command", "_launch_command") and isinstance(value, str):
                 out[key] = redact_command(value)
+            elif key in ("launch_command", "_launch_command") and isinstance(value, list) and all(isinstance(w, str) for w in value):
+                out[key] = shlex.split(redact_command(shlex.join(value)))  # an argv list
             else:
                 out[key] = redact_mapping(value)
         return out
