@@ -292,8 +292,8 @@ def _cuda_graphs(pick: _Pick, arg: Any, asked: Any) -> None:
     config, config_src = arg("cuda_graph_config")
     disabled_all, disabled_src = arg("disable_cuda_graph")
     if isinstance(config, dict):  # 0.5.14+: CudaGraphConfig(decode=PhaseConfig, prefill=PhaseConfig)
-        decode = config.get("decode") if isinstance(config.get("decode"), dict) else {}
-        prefill = config.get("prefill") if isinstance(config.get("prefill"), dict) else {}
+        decode: dict[str, Any] = config["decode"] if isinstance(config.get("decode"), dict) else {}
+        prefill: dict[str, Any] = config["prefill"] if isinstance(config.get("prefill"), dict) else {}
         d_backend, p_backend = decode.get("backend"), prefill.get("backend")
         if d_backend is not None:
             pick.set("decode_cuda_graph", (d_backend != "disabled", f"{config_src}.decode.backend = {d_backend!r}"))
