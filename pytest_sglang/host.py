@@ -118,8 +118,9 @@ def parse_output(text: str, *, where: str, options: HostOptions) -> HostFacts:
     missing = [line.split(" ", 1)[1] for body in sections.values() for line in body.splitlines() if line.startswith("@@missing ")]
     gpus, gpu_source = _gpus(sections, where)
     pid = sections.get("pid", "").strip()
+    pid = pid if pid.isascii() and pid.isdigit() else ""  # anything else is not a process id
     in_use = _gpus_in_use(sections, pid, gpus)
-    visible = next((line.split("=", 1)[1] for line in sections.get("visible", "").splitlines() if "=" in line), None)
+    visible = next((line.split("=", 1)[1] for line in sections.get("visible", "").splitlines() if line.startswith("CUDA_VISIBLE_DEVICES=")), None)
     launch, launch_source = _launch_command(sections, pid, where)
     systemd = _key_values(sections.get("systemd", ""))
     lines, log_source = _logs(sections.get("logs"), options.logs, where)
@@ -132,7 +133,7 @@ def parse_output(text: str, *, where: str, options: HostOptions) -> HostFacts:
         cuda_visible_devices=visible,
         launch_command=launch,
         launch_command_source=launch_source,
-        pid=int(pid) if pid.isdigit() and pid != "0" else None,
+        pid=int(pid) if pid.isascii() and pid.isdigit() and pid != "0" else None,
         invocation_id=systemd.get("InvocationID") or None,
         log_lines=lines,
         log_source=log_source,
@@ -183,7 +184,7 @@ def _gpus(sections: dict[str, str], where: str) -> tuple[list[GpuFact], str | No
 
 def _gpus_in_use(sections: dict[str, str], pid: str, gpus: list[GpuFact]) -> list[int]:
     """GPUs on which the SGLang process or its descendants run (its TP schedulers)."""
-    if not pid.isdigit() or not gpus:
+    if not (pid.isascii() and pid.isdigit()) or not gpus:
         return []
     children: dict[str, list[str]] = {}
     for row in sections.get("processes", "").splitlines():
@@ -208,11 +209,12 @@ def _gpus_in_use(sections: dict[str, str], pid: str, gpus: list[GpuFact]) -> lis
 def _launch_command(sections: dict[str, str], pid: str, where: str) -> tuple[str | None, str | None]:
     argv = [a for a in sections.get("cmdline", "").split("\n") if a]
     if argv and not argv[0].startswith("tr:"):
-        return redact_command(shlex.join(argv)), f"/proc/{pid}/cmdline on {where}"
+        # Flags, and field=value text a wrapper may carry (python -c "...api_key='...'").
+        return redact_command(shlex.join(redact_log_line(a) for a in argv)), f"/proc/{pid}/cmdline on {where}"
     exec_start = _key_values(sections.get("systemd", "")).get("ExecStart", "")
     if "argv[]=" in exec_start:
         words = exec_start.split("argv[]=", 1)[1].split(" ;", 1)[0]
-        return redact_command(words.strip()), f"systemd ExecStart on {where}"
+        return redact_log_line(redact_command(words.strip())), f"systemd ExecStart on {where}"
     return None, None
 
 
@@ -246,9 +248,14 @@ def _journal_messages(rows: list[str]) -> list[str]:
             entry = json.loads(row)
         except ValueError:
             continue  # journalctl's own notes, e.g. "-- No entries --"
+        if not isinstance(entry, dict):
+            continue
         message = entry.get("MESSAGE")
         if isinstance(message, list):  # journald stores non-UTF-8 messages as byte arrays
-            message = bytes(message).decode(errors="replace")
+            try:
+                message = bytes(message).decode(errors="replace")
+            except (TypeError, ValueError):
+                continue
         if isinstance(message, str):
             out.append(message)
     return out

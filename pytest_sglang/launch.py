@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from packaging.version import Version
 
-from .redact import REDACTED, is_secret_flag, is_secret_key, redact_command
+from .redact import REDACTED, is_secret_flag, is_secret_key, redact_command, scrub, secret_values
 from .versions import parse_version
 
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -230,7 +230,22 @@ def parse_launch_command(
     for name in list(result.requested):
         if is_secret_key(name) and result.requested[name] not in (None, False, ""):
             result.requested[name] = REDACTED
+    # A secret may also land where no secret belongs (a stray word after a misplaced flag):
+    # whatever followed a secret flag is scrubbed from every message and value.
+    hidden = secret_values(argv)
+    if hidden:
+        result.problems = [scrub(problem, hidden) for problem in result.problems]
+        result.unknown = {flag: _scrubbed(value, hidden) for flag, value in result.unknown.items()}
+        result.requested = {name: _scrubbed(value, hidden) for name, value in result.requested.items()}
     return result
+
+
+def _scrubbed(value: Any, hidden: list[str]) -> Any:
+    if isinstance(value, str):
+        return REDACTED if value in hidden else scrub(value, hidden)
+    if isinstance(value, list):
+        return [_scrubbed(v, hidden) for v in value]
+    return value
 
 
 def _config_path(argv: list[str]) -> str | None:
@@ -336,7 +351,8 @@ def _values(argv: list[str], i: int, inline: str | None, *, nargs: Any) -> tuple
         if i < len(argv) and (not argv[i].startswith("-") or _NEGATIVE_NUMBER.match(argv[i])):
             return [argv[i]], i + 1
         return [], i
-    if i < len(argv):
+    # argparse never takes an option-like word ("--x", "-x", not "-5" or "-") as a value.
+    if i < len(argv) and not (argv[i].startswith("-") and len(argv[i]) > 1 and not _NEGATIVE_NUMBER.match(argv[i])):
         return [argv[i]], i + 1
     return [], i
 

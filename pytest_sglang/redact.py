@@ -92,10 +92,11 @@ def redact_command(command: str) -> str:
     out: list[str] = []
     hide_next = False
     for word in words:
-        if hide_next:
+        if hide_next and not _option_like(word):
             out.append(REDACTED)
             hide_next = False
             continue
+        hide_next = False
         flag, eq, _ = word.partition("=")
         if is_secret_flag(flag):
             if eq:
@@ -112,6 +113,24 @@ def redact_command(command: str) -> str:
     return " ".join(shlex.quote(w) if w != REDACTED and not w.endswith("=" + REDACTED) else w for w in out)
 
 
+def _option_like(word: str) -> bool:
+    """What argparse never takes as a flag's value: ``--x``, ``-x`` (not ``-5`` or ``-``)."""
+    return word.startswith("-") and len(word) > 1 and not re.match(r"^-\d+(\.\d+)?$", word)
+
+
+def secret_values(words: list[str]) -> list[str]:
+    """The values secret flags take in an argv (``--api-key X``, ``--api=X``), to scrub elsewhere."""
+    found: list[str] = []
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if is_secret_flag(flag):
+            if eq and value:
+                found.append(value)
+            elif not eq and i + 1 < len(words) and words[i + 1] and not _option_like(words[i + 1]):
+                found.append(words[i + 1])
+    return found
+
+
 def scrub(text: str, secrets: list[str]) -> str:
     """Remove known secret strings (e.g. the user's api key) from free text."""
     for secret in secrets:
@@ -124,7 +143,7 @@ _QUOTED = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\""""
 # Any field or flag in these shapes; is_secret_key and _FLAG_SECRET decide which are secrets.
 _REPR_FIELD = re.compile(rf"\b(\w+)=({_QUOTED})")  # ServerArgs(api_key='...')
 _DICT_FIELD = re.compile(rf"""(['"])(\w+)\1(\s*:\s*)({_QUOTED})""")  # {'api_key': '...'}
-_CLI_FLAG = re.compile(r"(--[\w-]+)([= ])(\S+)")  # --api-key x
+_CLI_FLAG = re.compile(r"(--[\w-]+)([=\s\x00])([^\s\x00]+)")  # --api-key x (also NUL-separated, as in /proc/PID/cmdline)
 
 
 def redact_log_line(line: str) -> str:

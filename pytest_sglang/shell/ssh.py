@@ -64,7 +64,7 @@ class Destination:
 
 
 def _port(text: str, spec: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
         raise SpecError(f"--sglang-ssh {spec!r}: the port must be a number in 1-65535")
     return int(text)
 
