@@ -46,11 +46,15 @@ def wheel(version: str) -> Path:
     if found:
         return found[0]
     WHEELS.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"sglang=={version}", "-d", str(WHEELS)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return next(WHEELS.glob(f"sglang-{version}-*.whl"))
+    for attempt in range(3):  # a package registry may drop a connection; the download is retried
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"sglang=={version}", "-d", str(WHEELS)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        found = sorted(WHEELS.glob(f"sglang-{version}-*.whl"))
+        if done.returncode == 0 and found:
+            return found[0]
+    raise RuntimeError(f"pip download sglang=={version} failed 3 times: {done.stderr.strip().splitlines()[-1:]}")
 
 
 def renames(server_args_source: str) -> dict[str, str]:
