@@ -46,7 +46,7 @@ def wheel(version: str) -> Path:
     if found:
         return found[0]
     WHEELS.mkdir(parents=True, exist_ok=True)
-    for attempt in range(3):  # a package registry may drop a connection; the download is retried
+    for _ in range(3):  # a package registry may drop a connection; the download is retried
         done = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"sglang=={version}", "-d", str(WHEELS)],
             capture_output=True, text=True,
