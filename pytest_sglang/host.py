@@ -133,7 +133,7 @@ def parse_output(text: str, *, where: str, options: HostOptions) -> HostFacts:
         cuda_visible_devices=visible,
         launch_command=launch,
         launch_command_source=launch_source,
-        pid=int(pid) if pid.isascii() and pid.isdigit() and pid != "0" else None,
+        pid=int(pid) if pid and pid != "0" else None,
         invocation_id=systemd.get("InvocationID") or None,
         log_lines=lines,
         log_source=log_source,
@@ -183,8 +183,8 @@ def _gpus(sections: dict[str, str], where: str) -> tuple[list[GpuFact], str | No
 
 
 def _gpus_in_use(sections: dict[str, str], pid: str, gpus: list[GpuFact]) -> list[int]:
-    """GPUs on which the SGLang process or its descendants run (its TP schedulers)."""
-    if not (pid.isascii() and pid.isdigit()) or not gpus:
+    """GPUs on which the SGLang process (``pid``, "" when unknown) or its descendants run (its TP schedulers)."""
+    if not pid or not gpus:
         return []
     children: dict[str, list[str]] = {}
     for row in sections.get("processes", "").splitlines():
@@ -214,7 +214,7 @@ def _launch_command(sections: dict[str, str], pid: str, where: str) -> tuple[str
     exec_start = _key_values(sections.get("systemd", "")).get("ExecStart", "")
     if "argv[]=" in exec_start:
         words = exec_start.split("argv[]=", 1)[1].split(" ;", 1)[0]
-        return redact_log_line(redact_command(words.strip())), f"systemd ExecStart on {where}"
+        return redact_command(redact_log_line(words.strip())), f"systemd ExecStart on {where}"
     return None, None
 
 

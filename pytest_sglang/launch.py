@@ -19,11 +19,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from packaging.version import Version
 
-from .redact import REDACTED, is_secret_flag, is_secret_key, redact_command, scrub, secret_values
+from ._argv import ENV_ASSIGNMENT, NEGATIVE_NUMBER, option_like
+from .redact import REDACTED, is_secret_env, is_secret_flag, is_secret_key, redact_command, scrub, secret_values
 from .versions import parse_version
 
-_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_NEGATIVE_NUMBER = re.compile(r"^-\d+(\.\d+)?$")
 # SGLang's own flag tables, one per release, each the argparse parser of that release
 # (tests/real_sglang/flag_table_live.py writes them and the real tier checks them).
 _TABLE_PREFIX = "sglang-cli-"
@@ -124,10 +123,6 @@ class LaunchCommand:
     def __getitem__(self, name: str) -> Any:
         return self.requested[name]
 
-    def flag_of(self, name: str) -> str | None:
-        """The full flag that set a field (argparse's reading of an abbreviation), if any."""
-        return self.flags.get(name)
-
     def get(self, name: str, default: Any = None) -> Any:
         return self.requested.get(name, default)
 
@@ -149,7 +144,7 @@ def split_command(text: str) -> tuple[list[str], dict[str, str], list[str]]:
         problems.append(f"the command line has {exc} (unbalanced quotes?); read it word by word")
         words = text.split()
     # Leading VAR=value words and an 'env' prefix are the process environment.
-    while words and (words[0] == "env" or _ENV_ASSIGNMENT.match(words[0])):
+    while words and (words[0] == "env" or ENV_ASSIGNMENT.match(words[0])):
         word = words.pop(0)
         if word != "env":
             name, _, value = word.partition("=")
@@ -213,7 +208,7 @@ def parse_launch_command(
     result = LaunchCommand(
         text=redact_command(" ".join(text.split())),
         entrypoint=entrypoint,
-        env={k: (REDACTED if is_secret_key(k.lower()) or "TOKEN" in k or "KEY" in k else v) for k, v in env.items()},
+        env={k: (REDACTED if is_secret_env(k) else v) for k, v in env.items()},
         argv=redact_command(shlex.join(argv)).split(" ") if argv else [],
         requested={},
         problems=problems,
@@ -290,7 +285,7 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
     while i < len(argv):
         word = argv[i]
         i += 1
-        if not word.startswith("-") or _NEGATIVE_NUMBER.match(word):
+        if not word.startswith("-") or NEGATIVE_NUMBER.match(word):
             result.problems.append(f"stray word {word!r} (not a flag's value)")
             continue
         flag, eq, inline = word.partition("=")
@@ -343,16 +338,16 @@ def _values(argv: list[str], i: int, inline: str | None, *, nargs: Any) -> tuple
         return [inline], i
     if nargs in ("+", "*"):
         values = []
-        while i < len(argv) and (not argv[i].startswith("-") or _NEGATIVE_NUMBER.match(argv[i])):
+        while i < len(argv) and (not argv[i].startswith("-") or NEGATIVE_NUMBER.match(argv[i])):
             values.append(argv[i])
             i += 1
         return values, i
     if nargs == "?":
-        if i < len(argv) and (not argv[i].startswith("-") or _NEGATIVE_NUMBER.match(argv[i])):
+        if i < len(argv) and (not argv[i].startswith("-") or NEGATIVE_NUMBER.match(argv[i])):
             return [argv[i]], i + 1
         return [], i
     # argparse never takes an option-like word ("--x", "-x", not "-5" or "-") as a value.
-    if i < len(argv) and not (argv[i].startswith("-") and len(argv[i]) > 1 and not _NEGATIVE_NUMBER.match(argv[i])):
+    if i < len(argv) and not option_like(argv[i]):
         return [argv[i]], i + 1
     return [], i
 

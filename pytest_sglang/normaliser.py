@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from . import _reads, knowledge
+from ._text import short_repr
 from .facts import SERVER_INFO_EXTRA_KEYS, Facts
 from .gpu import sm_from_capability, sm_from_name
 from .launch import LaunchCommand, parse_launch_command
@@ -54,7 +55,7 @@ class _Pick:
                 continue
             fitted, ok = _fit(name, value)
             if not ok:
-                passed_over.append(f"{source} = {_short(value)} is not of type {_type_name(name)}: ignored")
+                passed_over.append(f"{source} = {short_repr(value, 60)} is not of type {_type_name(name)}: ignored")
                 continue
             self.values[name] = fitted
             self.provenance[name] = Provenance(
@@ -99,11 +100,6 @@ def _type_name(name: str) -> str:
     return text.removesuffix(" | None")
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def normalise(facts: Facts) -> Snapshot:
     with _reads.paused():
         return _normalise(facts)
@@ -119,7 +115,6 @@ def _normalise(facts: Facts) -> Snapshot:
     loads = facts.body("loads") if isinstance(facts.body("loads"), dict) else None
     rows = loads.get("loads") if loads else None
     load0: dict[str, Any] = rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else {}
-    load0 = load0 if isinstance(load0, dict) else {}
     host = facts.host
 
     # server_args: /server_info, else the start-up line from the host's log.
@@ -157,7 +152,7 @@ def _normalise(facts: Facts) -> Snapshot:
         if requested is not None:
             flag = requested.spelled.get(name)
             where = f"launch command {flag}" if flag else "the launch command leaves SGLang's default"
-            full = flag and requested.flag_of(name)
+            full = flag and requested.flags.get(name)
             if full in requested.deprecated:
                 instead = requested.deprecated[full]
                 where += f" (deprecated in SGLang {requested.flag_table_version}{': use ' + instead if instead else ''})"

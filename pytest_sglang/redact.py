@@ -12,6 +12,8 @@ import re
 import shlex
 from typing import Any
 
+from ._argv import ENV_ASSIGNMENT, option_like
+
 REDACTED = "<redacted>"
 
 SECRET_KEYS = frozenset(
@@ -31,7 +33,7 @@ SECRET_KEYS = frozenset(
 _SECRET_NAME = re.compile(r"(^|_)(api_key|password|passwd|secret|access_token|auth_token|hf_token|watermark_key)$", re.I)
 
 _FLAG_SECRET = re.compile(r"^--?(?:[\w-]*-)?(api-key|admin-api-key|ssl-keyfile-password|password|token|secret|watermark-key(?:-b)?|watermark-config|hf-token)$", re.I)
-_ENV_SECRET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:API_KEY|TOKEN|PASSWORD|SECRET)[A-Za-z0-9_]*)=", re.I)
+_ENV_SECRET = re.compile(r"API_KEY|TOKEN|PASSWORD|SECRET", re.I)
 
 
 # SGLang's secret flags, and the exact flags that are prefixes of them without being secret.
@@ -43,6 +45,11 @@ _NOT_SECRET_FLAGS = frozenset({"--ssl-keyfile"})
 
 def is_secret_key(key: str) -> bool:
     return key in SECRET_KEYS or bool(_SECRET_NAME.search(key))
+
+
+def is_secret_env(name: str) -> bool:
+    """An environment variable that holds a credential (``HF_TOKEN``, ``OPENAI_API_KEY``, ``DB_PASSWD``)."""
+    return bool(_ENV_SECRET.search(name)) or "KEY" in name or is_secret_key(name.lower())
 
 
 def is_secret_flag(flag: str) -> bool:
@@ -89,46 +96,38 @@ def redact_command(command: str) -> str:
         words = shlex.split(command, posix=True)
     except ValueError:
         words = command.split()
+    secret = _secret_positions(words)
     out: list[str] = []
-    hide_next = False
-    for word in words:
-        if hide_next and not _option_like(word):
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        hide_next = False
-        flag, eq, _ = word.partition("=")
-        if is_secret_flag(flag):
-            if eq:
-                out.append(f"{flag}={REDACTED}")
-            else:
-                out.append(word)
-                hide_next = True
-            continue
-        env = _ENV_SECRET.match(word)
-        if env:
-            out.append(f"{env.group(1)}={REDACTED}")
-            continue
-        out.append(word)
+    for i, word in enumerate(words):
+        if i in secret:
+            out.append(f"{word.partition('=')[0]}={REDACTED}" if secret[i] else REDACTED)
+        elif ENV_ASSIGNMENT.match(word) and is_secret_env(word.partition("=")[0]):
+            out.append(f"{word.partition('=')[0]}={REDACTED}")
+        else:
+            out.append(word)
     return " ".join(shlex.quote(w) if w != REDACTED and not w.endswith("=" + REDACTED) else w for w in out)
 
 
-def _option_like(word: str) -> bool:
-    """What argparse never takes as a flag's value: ``--x``, ``-x`` (not ``-5`` or ``-``)."""
-    return word.startswith("-") and len(word) > 1 and not re.match(r"^-\d+(\.\d+)?$", word)
+def _secret_positions(words: list[str]) -> dict[int, bool]:
+    """Where the values of secret flags sit in an argv, as argparse reads it: the index of a
+    ``--flag=value`` word (True: the value is inline) or of the word after ``--flag`` (False;
+    never an option-like word, which argparse does not take as a value)."""
+    found: dict[int, bool] = {}
+    for i, word in enumerate(words):
+        flag, eq, _ = word.partition("=")
+        if i in found or not is_secret_flag(flag):
+            continue
+        if eq:
+            found[i] = True
+        elif i + 1 < len(words) and not option_like(words[i + 1]):
+            found[i + 1] = False
+    return found
 
 
 def secret_values(words: list[str]) -> list[str]:
     """The values secret flags take in an argv (``--api-key X``, ``--api=X``), to scrub elsewhere."""
-    found: list[str] = []
-    for i, word in enumerate(words):
-        flag, eq, value = word.partition("=")
-        if is_secret_flag(flag):
-            if eq and value:
-                found.append(value)
-            elif not eq and i + 1 < len(words) and words[i + 1] and not _option_like(words[i + 1]):
-                found.append(words[i + 1])
-    return found
+    values = (words[i].partition("=")[2] if inline else words[i] for i, inline in _secret_positions(words).items())
+    return [value for value in values if value]
 
 
 def scrub(text: str, secrets: list[str]) -> str:

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._text import short_repr
 from .models import Effective, _Recorded
-
-
-def _short(value: Any, limit: int = 100) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def values_read(reads: dict[tuple[int, str], tuple[Any, str, Any]]) -> str:
@@ -19,7 +15,7 @@ def values_read(reads: dict[tuple[int, str], tuple[Any, str, Any]]) -> str:
     for obj, name, value in reads.values():
         if not isinstance(obj, _Recorded):
             continue
-        lines = [f"  {obj._label or type(obj).__name__}.{name} = {_short(value)}"]
+        lines = [f"  {obj._label or type(obj).__name__}.{name} = {short_repr(value)}"]
         if isinstance(obj, Effective):
             prov = obj.provenance.get(name)
             if prov is None:
@@ -27,7 +23,7 @@ def values_read(reads: dict[tuple[int, str], tuple[Any, str, Any]]) -> str:
             else:
                 lines.append(f"      from {prov.source}")
                 if prov.requested_source is not None:
-                    asked = "nothing" if prov.requested is None else _short(prov.requested)
+                    asked = "nothing" if prov.requested is None else short_repr(prov.requested)
                     lines.append(f"      requested {asked}: {prov.requested_source}")
                 if prov.note:
                     lines.append(f"      {prov.note}")

@@ -84,3 +84,11 @@ def test_a_parsed_launch_command_shows_no_secret_whatever_the_spelling(version):
     )
     shown = repr(launch)  # every attribute: text, argv, env, requested, unknown, problems
     assert not [secret for secret in [*secrets, "hf_env"] if secret in shown]
+
+
+def test_the_environment_of_a_launch_command_is_redacted_alike_in_its_text_and_its_env():
+    from pytest_sglang.launch import parse_launch_command
+
+    launch = parse_launch_command("DB_PASSWD=pw-1 HUB_KEY=key-1 HF_TOKEN=hf-1 CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model-path m")
+    assert launch.env == {"DB_PASSWD": "<redacted>", "HUB_KEY": "<redacted>", "HF_TOKEN": "<redacted>", "CUDA_VISIBLE_DEVICES": "0,1"}
+    assert launch.text.startswith("DB_PASSWD=<redacted> HUB_KEY=<redacted> HF_TOKEN=<redacted> CUDA_VISIBLE_DEVICES=0,1 python")

@@ -11,6 +11,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from .._text import one_line
 from ..errors import AuthError, NotReadyError, TargetError
 from ..facts import ENDPOINTS, Endpoint, Facts
 from ..redact import redact_mapping, scrub
@@ -94,8 +95,8 @@ class HttpClient:
                 return f"cannot connect to {self.name} (connection refused): is the SGLang server running, and is the port right?"
             if "RemoteDisconnected" in text or "Connection aborted" in text or "BadStatusLine" in text:
                 return f"{where} closed the connection without an HTTP answer: is this an SGLang HTTP port?"
-            return f"cannot connect to {self.name}: {scrub(_short(text), [self._api_key or ''])}"
-        return f"request to {where} failed: {scrub(_short(text), [self._api_key or ''])}"
+            return f"cannot connect to {self.name}: {scrub(one_line(text), [self._api_key or ''])}"
+        return f"request to {where} failed: {scrub(one_line(text), [self._api_key or ''])}"
 
     # ---- readiness ------------------------------------------------------------------------
     def wait_ready(self, seconds: float) -> None:
@@ -132,14 +133,14 @@ class HttpClient:
                 last = Endpoint(path=path, status=404, error="not found", elapsed_ms=elapsed)
                 continue
             if response.status_code != 200:
-                return Endpoint(path=path, status=response.status_code, error=_short(response.text) or f"HTTP {response.status_code}", elapsed_ms=elapsed)
+                return Endpoint(path=path, status=response.status_code, error=one_line(response.text) or f"HTTP {response.status_code}", elapsed_ms=elapsed)
             try:
                 body = json.loads(response.content)
             except ValueError:
                 return Endpoint(
                     path=path,
                     status=200,
-                    error=f"the body is not JSON (starts {_short(response.text, 40)!r})",
+                    error=f"the body is not JSON (starts {one_line(response.text, 40)!r})",
                     elapsed_ms=elapsed,
                 )
             return Endpoint(path=path, status=200, body=redact_mapping(body), elapsed_ms=elapsed)
@@ -172,6 +173,3 @@ def collect_http(client: HttpClient, *, target: str, origin: str = "http", overr
     return Facts(target=target, origin=origin, base_url=client.base_url, endpoints=endpoints, overrides=overrides or {})  # type: ignore[arg-type]
 
 
-def _short(text: str, limit: int = 120) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
