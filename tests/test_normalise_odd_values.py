@@ -4,12 +4,11 @@ not fit an effective field is passed over with a note, and the next source is us
 from __future__ import annotations
 
 import copy
-import os
 import json
 
 import pytest
 
-from support import artefact
+from support import artefact, property_settings
 from test_normalise import as_0512_era, facts_of
 from pytest_sglang import normalise
 from pytest_sglang.models import Effective
@@ -39,13 +38,7 @@ def _keys(era: str) -> list[str]:
     return sorted(set(info) | set(info["internal_states"][0]))
 
 
-# CI runs a fixed set of examples (derandomized), so it cannot fail by chance; a deeper, random
-# search: ODD_VALUES_EXAMPLES=10000 pytest tests/test_normalise_odd_values.py
-DEEP = "ODD_VALUES_EXAMPLES" in os.environ
-EXAMPLES = int(os.environ.get("ODD_VALUES_EXAMPLES", "300"))
-
-
-@hypothesis.settings(max_examples=EXAMPLES, deadline=None, derandomize=not DEEP, suppress_health_check=[hypothesis.HealthCheck.too_slow])
+@property_settings(suppress_health_check=[hypothesis.HealthCheck.too_slow])
 @hypothesis.given(data=st.data(), era=st.sampled_from(sorted(ERAS)))
 def test_any_reported_types_normalise_without_failing(data, era):
     info = copy.deepcopy(ERAS[era])
@@ -90,7 +83,7 @@ LOADS = PROFILE.loads(running=3, waiting=1, used_tokens=1000, throughput=12.5)
 PROFILE_MODEL_INFO = PROFILE.model_info()
 
 
-@hypothesis.settings(max_examples=EXAMPLES, deadline=None, derandomize=not DEEP)
+@property_settings()
 @hypothesis.given(
     model_changes=st.dictionaries(st.sampled_from(sorted(PROFILE_MODEL_INFO) + ["architectures"]), odd_values, max_size=4),
     load_changes=st.dictionaries(st.sampled_from(sorted(LOADS["loads"][0]) + ["accelerator"]), odd_values, max_size=4),

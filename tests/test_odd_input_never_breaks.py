@@ -4,11 +4,11 @@ random search: ODD_VALUES_EXAMPLES=10000 pytest tests/test_odd_input_never_break
 
 from __future__ import annotations
 
-import os
 import shlex
 
 import pytest
 
+from support import property_settings
 from pytest_sglang import parse_startup_line
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.host import MARK, HostOptions, parse_output
@@ -21,8 +21,7 @@ from pytest_sglang.spec import parse_spec
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
 
-DEEP = "ODD_VALUES_EXAMPLES" in os.environ
-SETTINGS = hypothesis.settings(max_examples=int(os.environ.get("ODD_VALUES_EXAMPLES", "300")), deadline=None, derandomize=not DEEP)
+SETTINGS = property_settings()
 
 SECTIONS = ["gpus", "gpus-old", "gpu-apps", "systemd", "pid", "cmdline", "visible", "processes", "logs", "execstart"]
 HOST_LINES = st.one_of(

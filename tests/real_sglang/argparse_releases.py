@@ -19,8 +19,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import flag_table_live  # noqa: E402
+from configurations import argv_and_env  # noqa: E402
 import harness  # noqa: E402
-from pytest_sglang.launch import split_command  # noqa: E402
 from pytest_sglang.redact import redact_mapping  # noqa: E402
 
 DATA = HERE.parent / "data" / "sglang-argparse-releases.json"
@@ -77,16 +77,8 @@ def commands() -> dict[str, str]:
     return out
 
 
-def _argv(command: str) -> list[str]:
-    words, _, _ = split_command(command)
-    for i, word in enumerate(words):
-        if word == "sglang.launch_server" or (word == "serve" and i and words[i - 1] == "sglang"):
-            return words[i + 1 :]
-    return words
-
-
 def requests() -> list[dict]:
-    return [{"name": name, "argv": _argv(command)} for name, command in commands().items()]
+    return [{"name": name, "argv": argv_and_env(command, {})[0]} for name, command in commands().items()]
 
 
 def ask(version: str, python: Path) -> tuple[dict, dict]:

@@ -52,14 +52,28 @@ CASES: dict[str, str] = {
 }
 
 
+def fill_placeholders(word: str, paths: dict[str, Path]) -> str:
+    """``{name}`` in a word replaced by the path of ``paths[name]``."""
+    for name, value in paths.items():
+        word = word.replace(f"{{{name}}}", str(value))
+    return word
+
+
+def back_to_placeholders(text: str, paths: dict[str, Path]) -> str:
+    """Machine paths in SGLang's answers turned back into ``{name}``, so stored data is the
+    same on every machine."""
+    for name, value in paths.items():
+        text = text.replace(str(value), f"{{{name}}}")
+    return text
+
+
 def argv_and_env(command: str, paths: dict[str, Path]) -> tuple[list[str], dict[str, str]]:
     """The arguments SGLang's parser would see (after the entry point), and the environment
     the command sets. ``paths`` fills the ``{name}`` placeholders."""
     from pytest_sglang.launch import split_command
 
     words, env, _ = split_command(command)
-    for name, value in paths.items():
-        words = [w.replace(f"{{{name}}}", str(value)) for w in words]
+    words = [fill_placeholders(w, paths) for w in words]
     for i, word in enumerate(words):
         if word == "sglang.launch_server" or (word == "serve" and i and words[i - 1] == "sglang"):
             return words[i + 1 :], env

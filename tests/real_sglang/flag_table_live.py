@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import harness  # noqa: E402
+from configurations import back_to_placeholders, fill_placeholders  # noqa: E402
 
 OUT = HERE.parents[1] / "pytest_sglang" / "knowledge_data"
 WHEELS = harness.CACHE / "wheels"
@@ -96,7 +97,7 @@ def _ask(version: str, python: Path, requests: list[dict], files: dict[str, str]
         paths = {name: written / f"{name}.yaml" for name in files}
         for name, path in paths.items():
             path.write_text(files[name])
-        filled = [{**r, "argv": [_fill(w, paths) for w in r["argv"]]} for r in requests]
+        filled = [{**r, "argv": [fill_placeholders(w, paths) for w in r["argv"]]} for r in requests]
         env = {**os.environ, "PYTHONPATH": str(src), "SGLANG_FROM_WHEEL": version}
         out = subprocess.run(
             [str(python), str(HERE / "sglang_offline.py"), "release"],
@@ -104,9 +105,7 @@ def _ask(version: str, python: Path, requests: list[dict], files: dict[str, str]
         )  # fmt: skip
         if out.returncode:
             raise RuntimeError(f"sglang {version}: sglang_offline.py release failed: {out.stderr.strip().splitlines()[-1:]}")
-        text = out.stdout
-        for name, path in paths.items():  # machine paths back to placeholders
-            text = text.replace(str(path), f"{{{name}}}")
+        text = back_to_placeholders(out.stdout, paths)
         moved = renames((src / "sglang" / "srt" / "server_args.py").read_text())
     answer = json.loads(text)
     data = answer["table"]
@@ -127,12 +126,6 @@ def _renamed(fields: dict, moved: dict[str, str]) -> dict:
         if old in out and new not in out:
             out[new] = out.pop(old)
     return out
-
-
-def _fill(word: str, paths: dict[str, Path]) -> str:
-    for name, path in paths.items():
-        word = word.replace(f"{{{name}}}", str(path))
-    return word
 
 
 def table(version: str, python: Path) -> dict:

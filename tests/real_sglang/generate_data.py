@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import harness  # noqa: E402
-from configurations import CASES, CONFIG_UNDERSCORE_YAML, CONFIG_YAML, argv_and_env, corpus_cases  # noqa: E402
+from configurations import CASES, CONFIG_UNDERSCORE_YAML, CONFIG_YAML, argv_and_env, back_to_placeholders, corpus_cases  # noqa: E402
 from pytest_sglang.redact import redact_mapping  # noqa: E402
 
 DATA = HERE.parent / "data" / f"sglang-{harness.SGLANG_VERSION}-resolutions.json"
@@ -45,8 +45,7 @@ def generate() -> dict[str, Any]:
         ).stdout
     # Machine paths back to placeholders, so the data is the same on every machine; secrets
     # redacted as everywhere else; the random seed (drawn per resolution) left out.
-    swaps = {str(value): f"{{{name}}}" for name, value in paths.items()}
-    results = redact_mapping(json.loads(_swap(answer, swaps)))
+    results = redact_mapping(json.loads(back_to_placeholders(answer, paths)))
     for entry in results.values():
         for part in ("parsed", "resolved"):
             if part in entry:
@@ -69,12 +68,6 @@ def generate() -> dict[str, Any]:
                 stored[f"{part}_changes"] = {k: v for k, v in entry[part].items() if base[part].get(k, object()) != v}
         out["cases"][name] = stored
     return out
-
-
-def _swap(text: str, swaps: dict[str, str]) -> str:
-    for old, new in swaps.items():
-        text = text.replace(old, new)
-    return text
 
 
 if __name__ == "__main__":
