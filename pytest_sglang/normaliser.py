@@ -50,6 +50,15 @@ class _Pick:
 
     def set(self, name: str, *candidates: tuple[Any, str], requested: tuple[Any, str] | None = None, note: str | None = None) -> Any:
         passed_over: list[str] = []
+
+        def provenance(source: str) -> Provenance:
+            return Provenance(
+                source=source,
+                requested=requested[0] if requested else None,
+                requested_source=requested[1] if requested else None,
+                note="; ".join([*passed_over, *([note] if note else [])]) or None,
+            )
+
         for value, source in candidates:
             if value is None:
                 continue
@@ -58,20 +67,10 @@ class _Pick:
                 passed_over.append(f"{source} = {short_repr(value, 60)} is not of type {_type_name(name)}: ignored")
                 continue
             self.values[name] = fitted
-            self.provenance[name] = Provenance(
-                source=source,
-                requested=requested[0] if requested else None,
-                requested_source=requested[1] if requested else None,
-                note="; ".join([*passed_over, *([note] if note else [])]) or None,
-            )
+            self.provenance[name] = provenance(source)
             return fitted
         if requested is not None or note or passed_over:
-            self.provenance[name] = Provenance(
-                source="not reported by this target",
-                requested=requested[0] if requested else None,
-                requested_source=requested[1] if requested else None,
-                note="; ".join([*passed_over, *([note] if note else [])]) or None,
-            )
+            self.provenance[name] = provenance("not reported by this target")
         return None
 
 
