@@ -13,17 +13,16 @@ from pathlib import Path
 from pytest_sglang import parse_startup_line
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+DATA = ROOT / "tests" / "data"
 
 
 def samples() -> list[tuple[str, str]]:
     out = []
-    for path in sorted((SHARED / "corpus" / "server_args").glob("*.txt")):
+    for path in sorted((DATA / "corpus" / "server_args").glob("*.txt")):
         out.append((f"corpus/server_args/{path.name}", path.read_text(errors="replace").split("\n", 3)[3]))
-    log = SHARED / "artefacts" / "sglang-0.5.23-cpu" / "server.log"
-    if log.exists():
-        line = next(l for l in log.read_text().splitlines() if "server_args=" in l)
-        out.append(("artefacts/0.5.23 server.log (dict era)", line))
+    log = DATA / "artefacts" / "sglang-0.5.23-cpu" / "server.log"
+    line = next(l for l in log.read_text().splitlines() if "server_args=" in l)
+    out.append(("artefacts/0.5.23 server.log (dict era)", line))
     return out
 
 
@@ -40,7 +39,7 @@ def measure(text: str, rounds: int = 200) -> list[float]:
 def main() -> int:
     cases = samples()
     if not cases:
-        print("no corpus found next to the project (../shared)", file=sys.stderr)
+        print(f"no corpus found in {DATA / 'corpus'}", file=sys.stderr)
         return 1
     print(f"{'line':<42} {'size':>8} {'fields':>7} {'median ms':>10} {'p95 ms':>8}")
     for name, text in cases:

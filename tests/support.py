@@ -1,16 +1,14 @@
-"""Paths and helpers the tests share (the shared corpus and artefacts, beside the project)."""
+"""Paths and helpers the tests share: the corpus and the SGLang artefacts in tests/data."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-CORPUS = SHARED / "corpus"
-ARTEFACTS = SHARED / "artefacts" / "sglang-0.5.23-cpu"
+DATA = ROOT / "tests" / "data"
+CORPUS = DATA / "corpus"
+ARTEFACTS = DATA / "artefacts" / "sglang-0.5.23-cpu"
 
 
 def corpus_text(path: Path) -> str:
@@ -19,17 +17,17 @@ def corpus_text(path: Path) -> str:
 
 
 def corpus_files(folder: str) -> list[Path]:
+    """Every file of a corpus folder. The corpus is part of the repository: an empty or missing
+    folder is an error, not a reason to skip."""
     files = sorted((CORPUS / folder).glob("*.txt"))
     if not files:
-        pytest.skip(f"shared corpus not found at {CORPUS / folder}", allow_module_level=True)
+        raise FileNotFoundError(f"no corpus files in {CORPUS / folder} (the corpus is part of the repository)")
     return files
 
 
 def artefact(name: str) -> str:
-    path = ARTEFACTS / name
-    if not path.exists():
-        pytest.skip(f"shared artefact not found: {path}")
-    return path.read_text()
+    """A file of the SGLang 0.5.23 artefacts; a missing one raises (it is part of the repository)."""
+    return (ARTEFACTS / name).read_text()
 
 
 def shape(value: object) -> object:

@@ -24,7 +24,7 @@ import harness  # noqa: E402
 from pytest_sglang.redact import redact_mapping  # noqa: E402
 
 DATA = HERE.parent / "data" / "sglang-argparse-releases.json"
-CORPUS = HERE.parents[2] / "shared" / "corpus" / "launch_commands"
+CORPUS = HERE.parent / "data" / "corpus" / "launch_commands"  # part of the repository: never optional
 
 # Releases on both sides of every change in how flags are declared: 0.5.10 (piecewise CUDA
 # graph on by default), 0.5.13 (first deprecated aliases), 0.5.14 (per-phase CUDA graph
@@ -71,9 +71,11 @@ COMMANDS.update(
 
 def commands() -> dict[str, str]:
     out = dict(COMMANDS)
-    if CORPUS.exists():
-        for path in sorted(CORPUS.glob("*.txt")):
-            out[f"corpus-{path.stem}"] = path.read_text().split("\n", 3)[3]
+    paths = sorted(CORPUS.glob("*.txt"))
+    if not paths:
+        raise FileNotFoundError(f"no launch commands in {CORPUS} (the corpus is part of the repository)")
+    for path in paths:
+        out[f"corpus-{path.stem}"] = path.read_text().split("\n", 3)[3]
     return out
 
 

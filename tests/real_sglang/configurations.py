@@ -86,7 +86,10 @@ def corpus_cases(corpus: Path, llama: Path) -> dict[str, str]:
     from pytest_sglang.launch import split_command
 
     out = {}
-    for path in sorted((corpus / "launch_commands").glob("*.txt")):
+    paths = sorted((corpus / "launch_commands").glob("*.txt"))
+    if not paths:
+        raise FileNotFoundError(f"no launch commands in {corpus / 'launch_commands'} (the corpus is part of the repository)")
+    for path in paths:
         text = path.read_text().split("\n", 3)[3]
         words, env, _ = split_command(text)
         for i, word in enumerate(words):

@@ -22,15 +22,14 @@ from configurations import CASES, CONFIG_UNDERSCORE_YAML, CONFIG_YAML, argv_and_
 from pytest_sglang.redact import redact_mapping  # noqa: E402
 
 DATA = HERE.parent / "data" / f"sglang-{harness.SGLANG_VERSION}-resolutions.json"
-CORPUS = HERE.parents[2] / "shared" / "corpus"
+CORPUS = HERE.parent / "data" / "corpus"  # part of the repository: never optional
 
 
 def generate() -> dict[str, Any]:
     python = harness.ensure_environment()
     models = {"llama": harness.ensure_model("llama"), "qwen3moe": harness.ensure_model("qwen3moe")}
     cases = dict(CASES)
-    if CORPUS.exists():
-        cases.update(corpus_cases(CORPUS, models["llama"]))
+    cases.update(corpus_cases(CORPUS, models["llama"]))
     with tempfile.TemporaryDirectory() as tmp:
         paths = {**models, "config": Path(tmp) / "sglang.yaml", "config_underscore": Path(tmp) / "underscore.yaml"}
         paths["config"].write_text(CONFIG_YAML)

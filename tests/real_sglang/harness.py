@@ -1,6 +1,6 @@
 """The real SGLang 0.5.23 server on a CPU-only machine: install, tiny models, launch, stop.
 
-Facts this is built on: ``shared/real-sglang-on-cpu.md``. The environment lives outside the
+What it takes and why: docs/development.md ("The real-SGLang tier"). The environment lives outside the
 project (``$PYTEST_SGLANG_REAL_VENV``, default ``~/.cache/pytest-sglang/sglang-0.5.23``) and is
 reused while its recipe is unchanged.
 """
