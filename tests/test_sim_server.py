@@ -672,6 +672,143 @@ def test_cli_lists_the_bundled_profiles_with_their_descriptions() -> None:
     assert len(lines) == len(bundled_profiles())
 
 
+# ---- the simulator never outlives the process that started it ----------------------------
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for a reaper that never reaps counts as gone)."""
+    stat = Path(f"/proc/{pid}/stat")
+    if Path("/proc/self/stat").exists():
+        try:
+            return stat.read_text().rpartition(")")[2].split()[0] not in ("Z", "X")
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _running(pid):
+            return True
+        time.sleep(0.1)
+    return not _running(pid)
+
+
+def _wait_for_file(path: Path, process: subprocess.Popen[str], seconds: float = 60) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.is_file() and path.read_text().strip():
+            return path.read_text().strip()
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.1)
+    raise AssertionError(f"{path} was not written")
+
+
+SLEEPING_SUITE = """
+import os, time
+
+def test_sleeps(sglang):
+    pid = sglang._simulator.process.pid
+    with open({record!r} + ".tmp", "w") as f:
+        f.write(f"{{pid}} {{os.getpid()}}")
+    os.replace({record!r} + ".tmp", {record!r})
+    time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("kill_signal", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_the_simulator_ends_when_pytest_is_killed(pytester: pytest.Pytester, kill_signal: signal.Signals) -> None:
+    record = pytester.path / "pids"
+    pytester.makepyfile(test_sleeping=SLEEPING_SUITE.format(record=str(record)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "PYTEST_ADDOPTS"))}
+    env["PYTHONPATH"] = str(REPO)
+    pytest_process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--sglang-host=sim://{QWEN_0512}"],
+        cwd=pytester.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    sim_pid = None
+    try:
+        sim_pid, test_pid = map(int, _wait_for_file(record, pytest_process).split())
+        assert test_pid == pytest_process.pid
+        assert _running(sim_pid)
+        pytest_process.send_signal(kill_signal)
+        pytest_process.wait(timeout=10)
+        assert _gone_within(sim_pid, 5), f"simulator {sim_pid} outlived pytest ({kill_signal.name})"
+    finally:
+        pytest_process.kill()
+        pytest_process.communicate()
+        if sim_pid is not None and _running(sim_pid):
+            os.kill(sim_pid, signal.SIGKILL)
+
+
+PARENT = """
+import os, subprocess, sys, threading, time
+started = []
+def start():
+    args = ["--profile", {profile!r}, "--port", "0", "--parent-pid", str(os.getpid())]
+    started.append(subprocess.Popen([sys.executable, *{child!r}, *args], stdout=subprocess.PIPE, text=True))
+    print(started[0].stdout.readline(), flush=True)
+thread = threading.Thread(target=start)
+thread.start()
+thread.join()  # the thread that started the simulator has ended; the process lives on
+print(started[0].pid, flush=True)
+time.sleep(120)
+"""
+
+
+# Without the kernel's parent-death signal (macOS, or prctl refused), the polling thread alone.
+POLLING_ONLY = [
+    "-c",
+    "import sys, pytest_sglang.sim.__main__ as m; m._PARENT_DEATH_SIGNAL = None; sys.exit(m.main(sys.argv[1:]))",
+]
+
+
+@pytest.mark.parametrize("child", [["-m", "pytest_sglang.sim"], POLLING_ONLY], ids=["parent-death-signal", "polling-only"])
+def test_the_simulator_outlives_the_thread_that_started_it_but_not_the_process(child: list[str]) -> None:
+    """Linux signals a child when the *thread* that started it ends: that alone must not stop it."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT.format(profile=LLAMA_059, child=child)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    sim_pid = None
+    try:
+        assert parent.stdout is not None
+        url = re.search(r"listening on (http://\S+)", parent.stdout.readline()).group(1)  # type: ignore[union-attr]
+        parent.stdout.readline()  # the blank line print adds
+        sim_pid = int(parent.stdout.readline())
+        time.sleep(1.5)  # past the parent-death signal and a few polls
+        assert _running(sim_pid)
+        assert requests.get(f"{url}/health", timeout=5).status_code == 200
+        parent.kill()
+        parent.wait(timeout=10)
+        assert _gone_within(sim_pid, 5)
+    finally:
+        parent.kill()
+        parent.communicate()
+        if sim_pid is not None and _running(sim_pid):
+            os.kill(sim_pid, signal.SIGKILL)
+
+
+def test_a_simulator_started_for_a_process_that_is_gone_exits_at_once() -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    process = _cli("--profile", LLAMA_059, "--port", "0", "--parent-pid", str(gone.pid))
+    stdout, _ = process.communicate(timeout=10)
+    assert process.returncode == 0 and stdout == ""
+
+
 def test_the_0523_profile_answers_with_the_real_servers_keys():
     """The simulator's 0.5.23 /server_info has exactly the keys a real 0.5.23 server returned."""
     real = json.loads(artefact("server_info.json"))

@@ -42,6 +42,8 @@ def start_simulator(
 ) -> SimProcess:
     """Run ``python -m pytest_sglang.sim`` on a free loopback port; returns once it listens."""
     cmd = [sys.executable, "-m", "pytest_sglang.sim", "--profile", profile, "--host", "127.0.0.1", "--port", "0"]
+    # It stops by itself when this process ends, however that happens (SIGTERM, SIGKILL, a crash).
+    cmd += ["--parent-pid", str(os.getpid())]
     env = dict(os.environ)
     env.pop("SGLANG_API_KEY", None)
     # Keys travel in the environment, not argv, so they never show in a process list.
