@@ -23,6 +23,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter):  # type: ignore[no-untyped-def]
+    """After pytest's own summary: one line counting the tests skipped for a missing system
+    package and naming what to install (see ``support.missing_packages_summary``)."""
+    yield
+    from support import write_missing_packages_line
+
+    write_missing_packages_line(terminalreporter)
+
+
 @pytest.fixture(scope="session")
 def real_server_info() -> dict:
     return json.loads(artefact("server_info.json"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +80,60 @@ def property_settings(**extra: Any) -> Any:
     deep = "ODD_VALUES_EXAMPLES" in os.environ
     examples = int(os.environ.get("ODD_VALUES_EXAMPLES", "300"))
     return hypothesis.settings(max_examples=examples, deadline=None, derandomize=not deep, **extra)
+
+
+# ---- skips for a missing system package ----------------------------------------------------------
+# A test that skips because a system package is missing says so in its reason, either with the
+# note ``[missing system packages: openssh-server systemd-journal-remote]`` (the test host's
+# reason) or with ``(apt-get install PACKAGE)``. The run ends with one line summing them up.
+
+_NOTE = re.compile(r"\[missing system packages: ([^\]]*)\]")
+_APT = re.compile(r"\(apt-get install ([^)]*)\)")
+
+
+def missing_packages_note(text: str) -> str:
+    """The machine-readable note for a skip reason that names packages as ``(apt-get install X)``
+    ("" when it names none)."""
+    packages = packages_in_skip_reason(text)
+    return f"[missing system packages: {' '.join(packages)}]" if packages else ""
+
+
+def packages_in_skip_reason(reason: str) -> list[str]:
+    """The Debian packages a skip reason says are missing (none for any other skip)."""
+    note = _NOTE.search(reason)
+    words = note.group(1).split() if note else [w for found in _APT.findall(reason) for w in found.split()]
+    return list(dict.fromkeys(words))
+
+
+def missing_packages_summary(reasons: Iterable[str]) -> str | None:
+    """One line for the end of the run: how many tests skipped for missing system packages and
+    what to install; None when no test did. ``reasons`` holds one skip reason per skipped test."""
+    count = 0
+    packages: dict[str, None] = {}
+    for reason in reasons:
+        found = packages_in_skip_reason(reason)
+        if found:
+            count += 1
+            packages.update(dict.fromkeys(found))
+    if not count:
+        return None
+    tests = "1 test" if count == 1 else f"{count} tests"
+    return f"pytest-sglang tests: {tests} skipped because system packages are missing: apt-get install {' '.join(sorted(packages))}"
+
+
+def skip_reasons(reports: Iterable[Any]) -> list[str]:
+    """One reason per skipped test, from the terminal reporter's ``skipped`` reports (a test
+    skipped in setup, call or teardown counts once; ``--dist`` workers' reports included)."""
+    out: dict[str, str] = {}
+    for report in reports:
+        longrepr = getattr(report, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3 else str(longrepr)
+        out.setdefault(getattr(report, "nodeid", str(id(report))), str(reason))
+    return list(out.values())
+
+
+def write_missing_packages_line(terminalreporter: Any) -> None:
+    """Write the summary line, if any tests skipped for missing system packages."""
+    line = missing_packages_summary(skip_reasons(terminalreporter.stats.get("skipped", [])))
+    if line:
+        terminalreporter.write_line(line, yellow=True, bold=True)

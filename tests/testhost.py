@@ -457,7 +457,9 @@ def test_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestHost]:
     """A running test host for the whole session (skipped when OpenSSH or journal tools are missing)."""
     missing = missing_requirements()
     if missing:
-        pytest.skip("test host unavailable: " + "; ".join(missing))
+        from support import missing_packages_note  # "[missing system packages: ...]": the run's summary counts these skips
+
+        pytest.skip(f"test host unavailable: {'; '.join(missing)} {missing_packages_note('; '.join(missing))}".rstrip())
     host = start_test_host(tmp_path_factory.mktemp("testhost"))
     try:
         yield host
