@@ -8,9 +8,11 @@ SGLang version, built on field sets taken from real servers (``templates/``).
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import shlex
 import time
+import typing
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
@@ -18,7 +20,7 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import SpecError
 from ..facts import SERVER_INFO_EXTRA_KEYS
@@ -405,8 +407,65 @@ def load_profile(name_or_path: str) -> Profile:
         where = name_or_path
     try:
         data = json.loads(text)
-        return Profile.model_validate(data)
-    except (ValueError, TypeError) as exc:
-        first = str(exc).splitlines()
-        detail = " ".join(first[:3])
-        raise SpecError(f"simulator profile {where} is not valid: {detail}") from None
+    except ValueError as exc:
+        raise SpecError(f"simulator profile {where} is not valid JSON: {exc}") from None
+    try:
+        profile = Profile.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(f"simulator profile {where} is not valid: {_errors_in_one_line(exc)} (see docs/simulator.md)") from None
+    if parse_version(profile.sglang_version) is None:
+        raise SpecError(f"simulator profile {where} is not valid: sglang_version: {profile.sglang_version!r} is not a version (write e.g. \"0.5.23\")")
+    try:
+        load_template(profile.template)
+    except SpecError:
+        raise SpecError(f"simulator profile {where} is not valid: template: {profile.template!r} does not exist (use one of {', '.join(_templates())})") from None
+    return profile
+
+
+_SHOWN_ERRORS = 3
+
+
+def _errors_in_one_line(exc: ValidationError) -> str:
+    """Each of pydantic's errors as ``field: what is wrong (what to do)``, on one line."""
+    errors = exc.errors(include_url=False, include_input=False)
+    parts = [_error_text(error) for error in errors[:_SHOWN_ERRORS]]
+    if len(errors) > _SHOWN_ERRORS:
+        parts.append(f"and {len(errors) - _SHOWN_ERRORS} more")
+    return "; ".join(parts)
+
+
+def _error_text(error: Any) -> str:
+    loc = [str(part) for part in error.get("loc", ())]
+    field = ".".join(loc) or "the file"
+    kind = error.get("type", "")
+    if kind == "missing":
+        return f"{field}: missing (add it)"
+    if kind == "extra_forbidden":
+        model = _model_at(loc[:-1])
+        known = sorted(model.model_fields) if model is not None else []
+        close = difflib.get_close_matches(loc[-1], known, n=1)
+        hint = f"did you mean {close[0]}?" if close else f"known keys: {', '.join(known)}"
+        return f"{field}: not a profile key ({hint})"
+    if not loc and kind in ("model_type", "dict_type"):
+        return "the file must hold one JSON object"
+    message = " ".join(str(error.get("msg", "is not valid")).split())
+    return f"{field}: {message[:1].lower()}{message[1:]}"
+
+
+def _model_at(loc: list[str]) -> type[BaseModel] | None:
+    """The profile section (a model) that a location points into."""
+    model: type[BaseModel] = Profile
+    for part in loc:
+        info = model.model_fields.get(part)
+        if info is None:
+            return None
+        inner = next((a for a in typing.get_args(info.annotation) or (info.annotation,) if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if inner is None:
+            return None
+        model = inner
+    return model
+
+
+def _templates() -> list[str]:
+    folder = resources.files("pytest_sglang.sim").joinpath("templates")
+    return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))

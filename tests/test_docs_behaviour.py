@@ -1,0 +1,139 @@
+"""What the docs promise, held to what the package does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+BASELINE = "qwen35-122b-a10b-4xrtx6000-baseline"
+
+
+def _bundled(name: str) -> dict[str, Any]:
+    return json.loads(resources.files("pytest_sglang.sim").joinpath("profiles", f"{name}.json").read_text())
+
+
+# ---- sim://NAME?api_key=K (docs/options.md) ------------------------------------------------
+
+KEYED = """
+def test_reads(sglang, server_args):
+    assert server_args.api_key == "<redacted>"
+    assert sglang.client.get("/v1/models").status_code == 200
+"""
+
+
+def test_a_simulator_with_a_key_in_its_spec_is_read_with_that_key_and_never_shows_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(KEYED)
+    result = pytester.runpytest("--sglang-host", f"sim://{BASELINE}?api_key=sk-spec-KEY-7", "-v", "-rA")
+    result.assert_outcomes(passed=1)
+    assert "sk-spec-KEY-7" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines([f"*test_reads?sim://{BASELINE}? PASSED*"])
+
+
+# ---- profile validation (docs/simulator.md, "Writing a profile") ---------------------------------
+
+
+def _bad_profile(tmp_path: Path, change: Any) -> Path:
+    data = _bundled(BASELINE)
+    change(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+BAD_PROFILES = [
+    (lambda d: d.pop("model"), "model: missing (add it)"),
+    (lambda d: d["gpu"].update(nam=d["gpu"].pop("name")), "gpu.name: missing (add it); gpu.nam: not a profile key (did you mean name?)"),
+    (lambda d: d.update(servr_args=d.pop("server_args")), "servr_args: not a profile key (did you mean server_args?)"),
+    (lambda d: d["runtime"].update(max_total_num_tokens="lots"), "runtime.max_total_num_tokens: input should be a valid integer"),
+    (lambda d: d.update(sglang_version="banana"), "sglang_version: 'banana' is not a version"),
+    (lambda d: d.update(template="0.4"), "template: '0.4' does not exist (use one of 0.5.12, 0.5.23)"),
+]
+BAD_IDS = ["missing-section", "misspelt-key", "misspelt-section", "wrong-type", "bad-version", "no-such-template"]
+
+
+@pytest.mark.parametrize("change, message", BAD_PROFILES, ids=BAD_IDS)
+def test_a_bad_profile_is_refused_in_one_line_naming_the_file_and_the_field(tmp_path: Path, change: Any, message: str) -> None:
+    from pytest_sglang.errors import SpecError
+    from pytest_sglang.sim import load_profile
+
+    path = _bad_profile(tmp_path, change)
+    with pytest.raises(SpecError) as raised:
+        load_profile(str(path))
+    text = str(raised.value)
+    assert "\n" not in text
+    assert text.startswith(f"simulator profile {path} is not valid: ")
+    assert message in text
+
+
+def test_more_than_three_profile_errors_are_counted_not_listed(tmp_path: Path) -> None:
+    from pytest_sglang.errors import SpecError
+    from pytest_sglang.sim import load_profile
+
+    path = _bad_profile(tmp_path, lambda d: [d.pop(key) for key in ("name", "model", "runtime", "template", "sglang_version")])
+    with pytest.raises(SpecError, match=r"name: missing \(add it\); .*; and 2 more") as raised:
+        load_profile(str(path))
+    assert str(raised.value).count(": missing") == 3
+
+
+@pytest.mark.parametrize("text, message", [('{"name": ', "is not valid JSON: Expecting value: line 1"), ("[1]", "the file must hold one JSON object")])
+def test_a_profile_that_is_not_a_json_object_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    from pytest_sglang.errors import SpecError
+    from pytest_sglang.sim import load_profile
+
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(SpecError, match=message):
+        load_profile(str(path))
+
+
+def test_a_bad_profile_fails_its_host_in_one_line_without_a_traceback(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    path = _bad_profile(tmp_path, BAD_PROFILES[1][0])
+    pytester.makepyfile("def test_x(sglang):\n    pass\n")
+    result = pytester.runpytest("--sglang-host", f"sim://{path}")
+    result.assert_outcomes(errors=1)
+    out = result.stdout.str()
+    assert "Traceback" not in out and "pydantic" not in out and "validation error" not in out
+    lines = [line for line in out.splitlines() if f"simulator profile {path} is not valid" in line]
+    assert lines and BAD_PROFILES[1][1] in lines[0]
+
+
+def test_a_bad_profile_stops_the_simulator_cli_with_one_line(tmp_path: Path) -> None:
+    path = _bad_profile(tmp_path, BAD_PROFILES[3][0])
+    process = subprocess.run(
+        [sys.executable, "-m", "pytest_sglang.sim", "--profile", str(path), "--port", "0"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert process.returncode != 0
+    assert process.stdout == ""
+    assert len(process.stderr.splitlines()) == 1, process.stderr
+    assert process.stderr.startswith(f"error: simulator profile {path} is not valid: runtime.max_total_num_tokens")
+
+
+def test_every_bundled_profile_still_loads() -> None:
+    from pytest_sglang.sim import load_profile
+    from pytest_sglang.sim.profile import bundled_profiles
+
+    assert [load_profile(name).name for name in bundled_profiles()] == bundled_profiles()
+
+
+# ---- pytest --help (docs/options.md) --------------------------------------------------------------
+
+
+def test_the_options_page_names_the_group_as_pytest_help_prints_it(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    heading = next(line for line in result.stdout.lines if line.startswith("SGLang"))
+    assert heading == "SGLang server configuration:"
+    assert f"`{heading}`" in (DOCS / "options.md").read_text()
