@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 from packaging.version import Version
 
 from ._argv import ENV_ASSIGNMENT, NEGATIVE_NUMBER, option_like
+from .errors import SpecError
 from .redact import REDACTED, is_secret_env, is_secret_flag, is_secret_key, redact_command, scrub, secret_values
 from .versions import parse_version
 
@@ -98,6 +99,44 @@ def _nearest_table(version: str | None) -> str:
     wanted = Version(wanted.base_version)
     older = [v for v in known if Version(v) <= wanted]
     return older[-1] if older else known[0]
+
+
+def _table_for(version: str | None, *, strict: bool) -> tuple[str, str | None]:
+    """(the table to read with, a note when it is not the release's own).
+
+    No version means the newest table. A release newer than the newest table is read with
+    the newest, and the note says so. A string that is not a version, or a release older than
+    the oldest table, is a :class:`SpecError` when ``strict``; otherwise the nearest table is
+    used with a note (a server reports what it reports)."""
+    known = table_versions()
+    if version is None:
+        return known[-1], None
+    chosen = _nearest_table(version)
+    wanted = parse_version(version)
+    tables = f"flag tables exist for SGLang {known[0]} to {known[-1]}"
+    if wanted is None:
+        if strict:
+            raise SpecError(f"sglang_version {_shown(version)} is not a version: give an SGLang release such as {known[-1]!r} ({tables})")
+        return chosen, f"SGLang version {_shown(version)} is not a version: read with {chosen}'s flag table"
+    base = Version(wanted.base_version)
+    if base < Version(known[0]):
+        if strict:
+            raise SpecError(f"no flag table for SGLang {_text(version)}: {tables}")
+        return chosen, f"no flag table for SGLang {_text(version)}: read with {chosen}'s, the oldest"
+    if base != Version(chosen):
+        return chosen, f"no flag table for SGLang {_text(version)}: read with {chosen}'s"
+    return chosen, None
+
+
+def _text(version: object) -> str:
+    """A version as text for a one-line message (whatever a server or a caller handed over)."""
+    text = " ".join(str(version).split())
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _shown(version: object) -> str:
+    text = str(version)
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
 
 
 @dataclass
@@ -190,12 +229,21 @@ def parse_launch_command(
     *,
     sglang_version: str | None = None,
     config_loader: Callable[[str], Mapping[str, Any]] | None = None,
+    strict_version: bool = True,
 ) -> LaunchCommand:
     """Parse a launch command into the fields it requests, with SGLang's flag table.
+
+    ``sglang_version`` picks the table: that release's own (``'0.5.12'``, ``'0.5.8.post1'``);
+    a newer release than the package knows is read with the newest table and ``problems``
+    says so; ``None`` means the newest. A string that is not a version, or a release older
+    than the oldest table, raises :class:`~pytest_sglang.errors.SpecError`, unless
+    ``strict_version=False`` (for a version a server reported): then the nearest table is
+    used, with a note in ``problems``.
 
     ``config_loader(path)`` returns the mapping of a ``--config`` YAML file (the caller knows
     where it lives: locally, or on the host over SSH); without it the file is only named.
     """
+    table_version, table_note = _table_for(sglang_version, strict=strict_version)
     if isinstance(command, str):
         words, env, problems = split_command(command)
         text = command
@@ -204,7 +252,9 @@ def parse_launch_command(
         text = shlex.join(words)
     entrypoint, argv, more = _entrypoint(words)
     problems += more
-    table = flag_table(sglang_version)
+    if table_note:
+        problems.insert(0, table_note)
+    table = flag_table(table_version)
     result = LaunchCommand(
         text=redact_command(" ".join(text.split())),
         entrypoint=entrypoint,

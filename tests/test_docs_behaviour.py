@@ -137,3 +137,69 @@ def test_the_options_page_names_the_group_as_pytest_help_prints_it(pytester: pyt
     heading = next(line for line in result.stdout.lines if line.startswith("SGLang"))
     assert heading == "SGLang server configuration:"
     assert f"`{heading}`" in (DOCS / "options.md").read_text()
+
+
+# ---- parse_launch_command(..., sglang_version=) (docs/launch-commands.md) -------------------------
+
+
+@pytest.mark.parametrize(
+    "version, message",
+    [
+        ("banana", "sglang_version 'banana' is not a version: give an SGLang release such as '0.5.23' (flag tables exist for SGLang 0.5.5 to 0.5.23)"),
+        ("", "sglang_version '' is not a version: give an SGLang release such as '0.5.23' (flag tables exist for SGLang 0.5.5 to 0.5.23)"),
+        ("0.4.0", "no flag table for SGLang 0.4.0: flag tables exist for SGLang 0.5.5 to 0.5.23"),
+    ],
+)
+def test_a_version_without_a_flag_table_is_one_line_naming_the_known_ones(version: str, message: str) -> None:
+    from pytest_sglang.errors import SpecError
+    from pytest_sglang.launch import parse_launch_command
+
+    with pytest.raises(SpecError) as raised:
+        parse_launch_command("python -m sglang.launch_server --model-path m --tp 2", sglang_version=version)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize("version", ["0.5.30", "0.6.1", "0.5.24.dev3+g1234abc"])
+def test_a_release_newer_than_the_newest_table_is_read_with_it_and_says_so(version: str) -> None:
+    from pytest_sglang.launch import parse_launch_command
+
+    launch = parse_launch_command("python -m sglang.launch_server --model-path m --tp 2", sglang_version=version)
+    assert launch.flag_table_version == "0.5.23"
+    assert launch.requested["tp_size"] == 2
+    assert launch.problems == [f"no flag table for SGLang {version}: read with 0.5.23's"]
+
+
+@pytest.mark.parametrize("version, table", [("0.5.5", "0.5.5"), ("0.5.12", "0.5.12"), ("0.5.8.post1", "0.5.8"), ("0.5.23rc1", "0.5.23"), (None, "0.5.23")])
+def test_a_known_release_is_read_with_its_own_table_without_a_note(version: str | None, table: str) -> None:
+    from pytest_sglang.launch import parse_launch_command
+
+    launch = parse_launch_command("python -m sglang.launch_server --model-path m", sglang_version=version)
+    assert (launch.flag_table_version, launch.problems) == (table, [])
+
+
+def test_the_docs_name_the_releases_with_a_flag_table() -> None:
+    from pytest_sglang.launch import table_versions
+
+    known = table_versions()
+    assert known[0] == "0.5.5" and known[-1] == "0.5.23"
+    text = (DOCS / "launch-commands.md").read_text()
+    assert f"from {known[0]} to {known[-1]}" in text
+    assert "sglang_version=" in text and "sglang_version=" in (DOCS / "library.md").read_text()
+
+
+# ---- connect() (docs/library.md) ---------------------------------------------------------------------
+
+
+def test_connect_takes_every_target_option_and_the_library_page_lists_them() -> None:
+    import dataclasses
+    import inspect
+
+    from pytest_sglang import connect
+    from pytest_sglang.options import TargetOptions
+
+    fields = {f.name: f.default for f in dataclasses.fields(TargetOptions)}
+    keywords = {name: p.default for name, p in inspect.signature(connect).parameters.items() if p.kind is p.KEYWORD_ONLY}
+    assert keywords == fields
+    page = (DOCS / "library.md").read_text()
+    for name, default in fields.items():
+        assert f"| `{name}` | `{default!r}` |" in page, name
