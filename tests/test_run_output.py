@@ -1,5 +1,6 @@
-"""The run's last line sums up the tests skipped for a missing system package and names what to
-install (the ``pytest_terminal_summary`` hook of tests/conftest.py)."""
+"""What a test run prints beyond pytest's own output: a last line summing up the tests skipped for
+a missing system package with what to install (the ``pytest_terminal_summary`` hook of
+tests/conftest.py), and the real tier's progress lines while it installs SGLang the first time."""
 
 from __future__ import annotations
 
@@ -96,3 +97,43 @@ def test_a_run_ends_with_one_line_naming_what_to_install(pytester: pytest.Pytest
     assert "1 passed, 5 skipped" in lines[-1]
     assert sum(line in text for text in result.outlines) == 1
 
+
+
+PROGRESS_CONFTEST = f"""
+import sys
+
+sys.path.insert(0, {str(TESTS / "real_sglang")!r})
+import progress
+
+
+def pytest_configure(config):
+    progress.attach(config)
+"""
+
+
+def test_progress_lines_reach_the_terminal_while_output_is_captured(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(PROGRESS_CONFTEST)
+    pytester.makepyfile(
+        test_install="""
+import progress
+
+def test_installs():
+    print("captured, not shown")
+    progress.say("installing SGLang 0.5.23 for CPU into ~/.cache/x: step 2/4 torch==2.13.0 (CPU build)")
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # output capture on, as by default
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_install.py ", "installing SGLang 0.5.23 for CPU into ~/.cache/x: step 2/4 torch==2.13.0 (CPU build)", ".*"])
+    assert "captured, not shown" not in result.stdout.str()
+
+
+def test_progress_lines_go_to_stderr_outside_pytest(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(TESTS / "real_sglang"))
+    import progress
+
+    monkeypatch.setattr(progress, "_config", None)
+    progress.say("downloading wheel 1/19 sglang-0.5.5")
+    assert capsys.readouterr().err == "downloading wheel 1/19 sglang-0.5.5\n"
+    assert progress.shown(Path.home() / ".cache" / "pytest-sglang") == "~/.cache/pytest-sglang"
+    assert progress.shown(Path("/opt/x")) == "/opt/x"

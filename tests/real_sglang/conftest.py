@@ -10,8 +10,19 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
+import progress  # noqa: E402
 
 from harness import API_KEY  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Installing SGLang and downloading wheels the first time takes minutes: say so on the
+    # terminal, past output capture.
+    progress.attach(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    progress.detach()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

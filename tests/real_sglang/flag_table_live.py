@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import harness  # noqa: E402
+import progress  # noqa: E402
 from configurations import back_to_placeholders, fill_placeholders  # noqa: E402
 
 OUT = HERE.parents[1] / "pytest_sglang" / "knowledge_data"
@@ -42,10 +43,23 @@ def shipped_versions() -> list[str]:
     return sorted(names, key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
-def wheel(version: str) -> Path:
+_DOWNLOADED: list[str] = []  # releases whose wheel this process downloaded, in order
+
+
+def _cached(version: str) -> Path | None:
     found = sorted(WHEELS.glob(f"sglang-{version}-*.whl"))
-    if found:
-        return found[0]
+    return found[0] if found else None
+
+
+def wheel(version: str) -> Path:
+    cached = _cached(version)
+    if cached:
+        return cached
+    # "wheel 3/19": counted over the releases this run may still need (every shipped table).
+    pending = {v for v in shipped_versions() if _cached(v) is None} | {version}
+    _DOWNLOADED.append(version)
+    number, total = len(_DOWNLOADED), len(_DOWNLOADED) - 1 + len(pending)
+    progress.say(f"downloading wheel {number}/{total} sglang-{version} into {progress.shown(WHEELS)} (once, no dependencies)")
     WHEELS.mkdir(parents=True, exist_ok=True)
     for _ in range(3):  # a package registry may drop a connection; the download is retried
         done = subprocess.run(

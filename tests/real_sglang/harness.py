@@ -1,8 +1,8 @@
 """The real SGLang 0.5.23 server on a CPU-only machine: install, tiny models, launch, stop.
 
-What it takes and why: docs/development.md ("The real-SGLang tier"). The environment lives outside the
-project (``$PYTEST_SGLANG_REAL_VENV``, default ``~/.cache/pytest-sglang/sglang-0.5.23``) and is
-reused while its recipe is unchanged.
+What it takes and why: docs/development.md ("The real-SGLang tier"). The environment lives
+outside the project (``$PYTEST_SGLANG_REAL_VENV``, default ``~/.cache/pytest-sglang/sglang-0.5.23``)
+and is reused while its recipe is unchanged.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import progress  # the tier's progress lines (this folder is on sys.path wherever harness is imported)
 
 HERE = Path(__file__).resolve().parent
 SGLANG_VERSION = "0.5.23"
@@ -64,22 +66,32 @@ def python() -> Path:
     return VENV / "bin" / "python"
 
 
-def ensure_environment(log=print) -> Path:  # type: ignore[no-untyped-def]
-    """The harness's Python with SGLang installed; installed on first use (about a minute)."""
+def ensure_environment(log=progress.say) -> Path:  # type: ignore[no-untyped-def]
+    """The harness's Python with SGLang installed; installed on first use (about a minute),
+    each step announced through ``log`` (nothing is said when it is installed already)."""
     marker = VENV / ".pytest-sglang-recipe"
     if marker.exists() and marker.read_text() == RECIPE and python().exists():
         return python()
-    log(f"installing SGLang {SGLANG_VERSION} for CPU into {VENV} (once)")
+    started = time.monotonic()
+    where = f"installing SGLang {SGLANG_VERSION} for CPU into {progress.shown(VENV)} (once, about a minute, 2.6 GB)"
+
+    def step(n: int, what: str) -> None:
+        log(f"{where}: step {n}/4 {what}")
+
     shutil.rmtree(VENV, ignore_errors=True)
     VENV.parent.mkdir(parents=True, exist_ok=True)
+    step(1, "virtual environment")
     _run([sys.executable, "-m", "venv", str(VENV)])
     pip = [str(python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     constraints = VENV / "constraints.txt"
     constraints.write_text("\n".join(PINS) + "\n")
     # torch first: this machine kind has a local CPU build of 2.13.0, which pip takes; a plain
     # 'pip install sglang' would pull the whole CUDA stack instead.
+    step(2, f"{PINS[0]} (CPU build)")
     _run(pip + [PINS[0]])
+    step(3, f"sglang=={SGLANG_VERSION} and {PINS[1]}, without their dependencies")
     _run(pip + ["--no-deps", f"sglang=={SGLANG_VERSION}", PINS[1]])
+    step(4, f"{len(RUNTIME)} runtime dependencies (triton, transformers, xgrammar, ...)")
     _run(pip + ["-c", str(constraints)] + RUNTIME)
     site = Path(subprocess.check_output([str(python()), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
     shutil.copy(HERE / "cpu_hooks.py", site / "_pytest_sglang_cpu_hooks.py")
@@ -89,6 +101,7 @@ def ensure_environment(log=print) -> Path:  # type: ignore[no-untyped-def]
     standin.mkdir()
     shutil.copy(HERE / "sgl_kernel_standin.py", standin / "__init__.py")
     marker.write_text(RECIPE)
+    log(f"installed SGLang {SGLANG_VERSION} for CPU in {time.monotonic() - started:.0f} s")
     return python()
 
 
@@ -132,7 +145,9 @@ def ensure_model(kind: str) -> Path:
     if (path / "config.json").exists() and (path / "tokenizer.json").exists():
         return path
     shutil.rmtree(path, ignore_errors=True)
-    _run([str(ensure_environment()), "-c", MODEL_SCRIPT, kind, str(path)])
+    python = ensure_environment()
+    progress.say(f"making the tiny {kind} model in {progress.shown(path)} (once)")
+    _run([str(python), "-c", MODEL_SCRIPT, kind, str(path)])
     return path
 
 
