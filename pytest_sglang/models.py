@@ -281,9 +281,16 @@ class Effective(_Recorded):
         return prov.requested if prov else None
 
     def describe(self, name: str) -> str:
+        """``effective.NAME = VALUE (where it came from; what was requested; notes)``; for a
+        value the target could not tell, what to give so it can."""
         value = getattr(self, name)
         prov = self.provenance.get(name)
         tail = prov.describe() if prov else "source unknown"
+        hint = _UNKNOWN_HINTS.get(name) if value is None else None
+        if hint == _SM_HINT and ("--sglang-sm" in tail or (name != "sm" and self.sm is not None)):
+            hint = None  # already said, or the SM is known and not what is missing
+        if hint:
+            tail = f"{tail}; {hint}"
         return f"effective.{name} = {value!r} ({tail})"
 
     def values(self) -> dict[str, Any]:
@@ -293,3 +300,15 @@ class Effective(_Recorded):
         return f"<effective config of {self.target or 'target'}>"
 
     __str__ = __repr__
+
+
+# What to give when a value is unknown because the GPU is: HTTP names it only from SGLang 0.5.18
+# (/v1/loads accelerator), and never its compute capability for a GPU the name table lacks.
+_SM_HINT = "give --sglang-sm=SM (e.g. 120) or the sglang_sm ini key; in a script, connect(..., sm=120)"
+_GPU_HINT = "give host access (--sglang-ssh USER@HOST, or local) to read the GPUs with nvidia-smi"
+_UNKNOWN_HINTS = {
+    "sm": _SM_HINT,
+    "flashinfer_allreduce_fusion": _SM_HINT,  # whether it runs depends on the SM
+    "gpu_name": _GPU_HINT,
+    "gpu_count": _GPU_HINT,
+}

@@ -15,6 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 BASELINE = "qwen35-122b-a10b-4xrtx6000-baseline"
+CANDIDATE = "qwen35-122b-a10b-4xrtx6000-candidate"  # requests the FlashInfer all-reduce fusion
 
 
 def _bundled(name: str) -> dict[str, Any]:
@@ -203,3 +204,37 @@ def test_connect_takes_every_target_option_and_the_library_page_lists_them() -> 
     page = (DOCS / "library.md").read_text()
     for name, default in fields.items():
         assert f"| `{name}` | `{default!r}` |" in page, name
+
+
+# ---- effective.describe() for what the target cannot tell (docs/effective.md) ---------------------
+
+SM_HINT = "give --sglang-sm=SM (e.g. 120) or the sglang_sm ini key; in a script, connect(..., sm=120)"
+
+
+def _snapshot_over_http_only(overrides: dict[str, Any] | None = None, name: str = CANDIDATE) -> Any:
+    """A deployment read over HTTP alone: SGLang 0.5.12 names no GPU there."""
+    from test_normalise import facts_of
+
+    from pytest_sglang import normalise
+    from pytest_sglang.sim import load_profile
+
+    profile = load_profile(name)
+    return normalise(facts_of(profile.server_info(), profile.model_info(), overrides=overrides))
+
+
+def test_an_unknown_sm_is_described_with_how_to_give_it() -> None:
+    e = _snapshot_over_http_only().effective
+    assert e.sm is None
+    assert e.describe("sm") == f"effective.sm = None (source unknown; {SM_HINT})"
+    assert e.describe("gpu_name").endswith("give host access (--sglang-ssh USER@HOST, or local) to read the GPUs with nvidia-smi)")
+    # Requested, and whether it runs depends on the SM: said once, where the normaliser says it.
+    assert e.flashinfer_allreduce_fusion is None and e.flashinfer_allreduce_fusion_requested is True
+    assert e.describe("flashinfer_allreduce_fusion").count("--sglang-sm") == 1
+
+
+def test_a_given_sm_is_described_with_its_source_and_no_hint() -> None:
+    e = _snapshot_over_http_only({"sm": 120}).effective
+    assert e.describe("sm") == "effective.sm = 120 (from --sglang-sm)"
+    assert e.flashinfer_allreduce_fusion is False  # SM120: decided
+    assert "--sglang-sm=SM" not in e.describe("flashinfer_allreduce_fusion")
+    assert "--sglang-sm=SM" not in e.describe("tp_size")
