@@ -7,7 +7,9 @@ class SGLangError(Exception):
     """Base class: the message is one line, safe to print (no secrets)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(" ".join(message.split()))
+        from .secrets import scrub  # every error passes the one scrubber before anyone sees it
+
+        super().__init__(scrub(" ".join(str(message).split())))
 
     @property
     def message(self) -> str:

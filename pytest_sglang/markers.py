@@ -14,7 +14,6 @@ from .versions import parse_version, version_spec
 if TYPE_CHECKING:
     from .target import Target
 
-HOW_TO_GIVE_SM = "pass --sglang-sm=SM (e.g. --sglang-sm=120) or the sglang_sm ini key"
 
 
 @dataclass(frozen=True)
@@ -30,10 +29,7 @@ def _sm_check(target: Target, args: tuple[Any, ...]) -> str | None:
     spec = parse_sm_spec(*args)
     eff = target.effective
     if eff.sm is None:
-        return (
-            f"requires_sm({spec.text}): the GPU architecture of {target.name} is unknown "
-            f"(SGLang {target.version or '?'} reports no compute capability over HTTP); {HOW_TO_GIVE_SM}"
-        )
+        return f"requires_sm({spec.text}): the GPU architecture of {target.name} is unknown: {target.gpu_unknown_reason()}"
     if spec.matches(eff.sm):
         return None
     return f"requires_sm({spec.text}): {target.name} has SM{eff.sm} ({capability_string(eff.sm)}, {eff.source_of('sm')})"
@@ -43,15 +39,20 @@ def _gpus_check(target: Target, args: tuple[Any, ...]) -> str | None:
     need = _gpus_arg(args)
     eff = target.effective
     if eff.gpu_count is None:
-        return f"requires_gpus({need}): the number of GPUs {target.name} uses is unknown (no GPU facts from the host or the server)"
+        return f"requires_gpus({need}): the number of GPUs {target.name} uses is unknown: {target.gpu_unknown_reason()}"
     if eff.gpu_count >= need:
         return None
     return f"requires_gpus({need}): {target.name} uses {eff.gpu_count} GPU(s) ({eff.source_of('gpu_count')})"
 
 
+def call_text(name: str, args: tuple[Any, ...]) -> str:
+    """A marker as it was written: ``requires_gpus('four')``."""
+    return f"{name}({', '.join(repr(a) for a in args)})"
+
+
 def _gpus_arg(args: tuple[Any, ...]) -> int:
     if len(args) != 1 or isinstance(args[0], bool) or not isinstance(args[0], int) or args[0] < 1:
-        raise SpecError(f"requires_gpus{args!r}: give one whole number of GPUs, e.g. requires_gpus(4)")
+        raise SpecError(f"{call_text('requires_gpus', args)}: give one whole number of GPUs (at least 1), e.g. requires_gpus(4)")
     return int(args[0])
 
 
@@ -66,9 +67,9 @@ def _sglang_check(target: Target, args: tuple[Any, ...]) -> str | None:
 
 
 def _version_arg(args: tuple[Any, ...]) -> Any:
-    if len(args) != 1:
-        raise SpecError(f"requires_sglang{args!r}: give one version range, e.g. requires_sglang('>=0.5.10')")
-    return version_spec(str(args[0]))
+    if len(args) != 1 or not isinstance(args[0], str) or not args[0].strip():
+        raise SpecError(f"{call_text('requires_sglang', args)}: give one version range, e.g. requires_sglang('>=0.5.10')")
+    return version_spec(args[0])
 
 
 def _arch_check(target: Target, args: tuple[Any, ...]) -> str | None:
@@ -83,7 +84,7 @@ def _arch_check(target: Target, args: tuple[Any, ...]) -> str | None:
 
 def _arch_arg(args: tuple[Any, ...]) -> None:
     if not args or not all(isinstance(a, str) and a for a in args):
-        raise SpecError(f"requires_arch{args!r}: give architecture names, e.g. requires_arch('Qwen3_5MoeForConditionalGeneration')")
+        raise SpecError(f"{call_text('requires_arch', args)}: give architecture names, e.g. requires_arch('Qwen3_5MoeForConditionalGeneration')")
 
 
 MARKERS: dict[str, Marker] = {

@@ -13,7 +13,8 @@ from . import _reads
 from .errors import SGLangError, SpecError
 from .gpu import sm_from_capability
 from .markers import MARKERS, unmet
-from .spec import HostSpec, parse_spec
+from .secrets import scrub, scrub_object
+from .spec import HostSpec, parse_specs
 
 if TYPE_CHECKING:  # the models and the HTTP stack load only when a test needs a target
     from .launch import LaunchCommand
@@ -22,10 +23,8 @@ if TYPE_CHECKING:  # the models and the HTTP stack load only when a test needs a
     from .target import GpuInfo, Target
 
 HOST_FIXTURES = frozenset({"sglang", "server_args", "effective", "model_info", "gpu", "requested", "sglang_logs"})
-NO_HOST_REASON = (
-    "no SGLang host given: pass --sglang-host=http://HOST:PORT (or sim://PROFILE), "
-    "set SGLANG_HOST, or add sglang_hosts to the ini file"
-)
+HOW_TO_GIVE_HOST = "pass --sglang-host=http://HOST:PORT (or sim://PROFILE), set SGLANG_HOST, or add sglang_hosts to the ini file"
+NO_HOST_REASON = f"no SGLang host given (--sglang-allow-no-host): {HOW_TO_GIVE_HOST}"
 
 
 class _NoHost:
@@ -48,6 +47,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SPEC",
         help="SGLang target: http(s)://HOST:PORT or sim://PROFILE; repeat for several (ini: sglang_hosts, env: SGLANG_HOST)",
     )
+    group.addoption(
+        "--sglang-allow-no-host",
+        dest="sglang_allow_no_host",
+        action="store_true",
+        default=None,
+        help="skip tests that need an SGLang host when none is given (default: such a run fails, so a gate cannot pass by accident)",
+    )
     group.addoption("--sglang-api-key", dest="sglang_api_key", default=None, metavar="KEY", help="api key sent as 'Authorization: Bearer' (env: SGLANG_API_KEY)")
     group.addoption("--sglang-timeout", dest="sglang_timeout", default=None, metavar="SECONDS", help="per-request timeout (default 10)")
     group.addoption(
@@ -67,6 +73,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--sglang-logs", dest="sglang_logs", default=None, metavar="SOURCE", help="logs of the current run: journald:UNIT, file:PATH, docker:NAME, kubectl:NS/POD or cmd:COMMAND")
     group.addoption("--sglang-command-timeout", dest="sglang_command_timeout", default=None, metavar="SECONDS", help="per-command timeout on the host (default 30)")
     parser.addini("sglang_hosts", "SGLang targets, one spec per line", type="linelist", default=[])
+    parser.addini("sglang_allow_no_host", "skip tests that need an SGLang host when none is given", type="bool", default=False)
     parser.addini("sglang_api_key", "api key (prefer SGLANG_API_KEY: ini files are often committed)", default="")
     parser.addini("sglang_timeout", "per-request timeout in seconds", default="10")
     parser.addini("sglang_wait_ready", "seconds to wait for /health to answer 200", default="0")
@@ -121,15 +128,15 @@ class SGLangPlugin:
         if raw_hosts is None:
             env = os.environ.get("SGLANG_HOST", "")
             raw_hosts = env.split() if env else list(config.getini("sglang_hosts"))
-        specs: list[HostSpec] = []
         try:
-            for raw in raw_hosts:
-                spec = parse_spec(raw)
-                if spec.display not in {s.display for s in specs}:
-                    specs.append(spec)
+            specs = parse_specs(raw_hosts)
         except SpecError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            raise pytest.UsageError(scrub(str(exc))) from None
         self.specs = specs
+        from .secrets import register
+
+        # Keys named by ?api_key_env= are secrets from the start, whatever later prints them.
+        register(*(os.environ.get(spec.options["api_key_env"], "") for spec in specs if "api_key_env" in spec.options))
         sm_text = _option(config, "sglang_sm")
         try:
             sm = sm_from_capability(sm_text) if sm_text else None
@@ -151,13 +158,15 @@ class SGLangPlugin:
             logs=_option(config, "sglang_logs"),
             command_timeout=_number(_option(config, "sglang_command_timeout"), "--sglang-command-timeout", 30.0),
         )
-        if self.options.logs:
-            from .logs import LogSource
+        try:
+            self.options.validate()
+            if self.options.logs:
+                from .logs import LogSource
 
-            try:
                 LogSource.parse(self.options.logs)
-            except SpecError as exc:
-                raise pytest.UsageError(str(exc)) from None
+        except SpecError as exc:
+            raise pytest.UsageError(scrub(str(exc))) from None
+        self.allow_no_host = bool(_option(config, "sglang_allow_no_host"))
         self._targets: dict[str, Target | SGLangError] = {}
 
     def target(self, spec: HostSpec) -> Target:
@@ -177,8 +186,13 @@ class SGLangPlugin:
 
     # ---- hooks ----------------------------------------------------------------------------
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        return [scrub(line) for line in self._header(config)]
+
+    def _header(self, config: pytest.Config) -> list[str]:
         if not self.specs:
-            return ["sglang: no host (tests that need one are skipped)"]
+            if self.allow_no_host:
+                return ["sglang: no host (--sglang-allow-no-host: tests that need one are skipped)"]
+            return ["sglang: no host"]
         if config.getoption("collectonly"):
             return [f"sglang: {spec.display}" for spec in self.specs]
         lines = []
@@ -189,12 +203,33 @@ class SGLangPlugin:
                 lines.append(f"sglang: {spec.display}: ERROR {exc}")
                 continue
             lines.append(f"sglang: {spec.display}: {target.describe()}")
-            host = target.facts.host
-            if host is not None and not host.host_key_checked:
-                lines.append(f"sglang: {spec.display}: WARNING SSH host key NOT verified (--sglang-ssh-insecure)")
-            for problem in target.facts.problems:
-                lines.append(f"sglang: {spec.display}: WARNING {problem}; configuration read from the logs")
+            lines += [f"sglang: {spec.display}: WARNING {warning}" for warning in target.warnings]
         return lines
+
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """A run whose tests need a host, given none, fails: a CI gate that forgot
+        --sglang-host must not pass by skipping everything."""
+        if hasattr(config, "workerinput"):
+            return  # under xdist the controller decides, once (below)
+        needing = [item.nodeid for item in items if getattr(getattr(item, "callspec", None), "params", {}).get("_sglang_host") is NO_HOST]
+        message = self._no_host_message(needing)
+        if message:
+            raise pytest.UsageError(message)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        message = self._no_host_message([i for i in ids if f"[{NO_HOST.display}" in i or f"-{NO_HOST.display}" in i])
+        dsession = self.config.pluginmanager.getplugin("dsession")
+        if message and dsession is not None and not dsession.shouldstop:
+            dsession.shouldstop = message
+
+    def _no_host_message(self, needing: list[str]) -> str | None:
+        if not needing or self.specs or self.allow_no_host or self.config.getoption("collectonly"):
+            return None
+        return (
+            f"{len(needing)} collected test(s) need an SGLang host and none was given: {HOW_TO_GIVE_HOST}; "
+            "to skip them on purpose, pass --sglang-allow-no-host (ini: sglang_allow_no_host = true)"
+        )
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         uses_host = bool(HOST_FIXTURES & set(metafunc.fixturenames)) or "_sglang_host" in metafunc.fixturenames
@@ -224,13 +259,39 @@ class SGLangPlugin:
 
             text = values_read(reads)
             if text:
-                report.sections.append(("SGLang values read by this test", text))
+                # In the failure text itself, so JUnit XML and xdist carry it too.
+                if hasattr(report.longrepr, "addsection"):
+                    report.longrepr.addsection("SGLang values read by this test", text)
+                else:
+                    report.sections.append(("SGLang values read by this test", text))
+        scrub_report(report)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, Any, None]:
+        outcome = yield
+        scrub_report(outcome.get_result())
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         for found in self._targets.values():
             if not isinstance(found, SGLangError):
                 found.close()
         self._targets.clear()
+
+
+def scrub_report(report: Any) -> None:
+    """Every string a report carries (failure text, locals, captured output, skip reasons)
+    through the one scrubber, so no known secret reaches the terminal, JUnit XML or a log."""
+    from .secrets import SECRETS
+
+    if not len(SECRETS):
+        return
+    if isinstance(report.longrepr, (str, tuple)):
+        report.longrepr = scrub_object(report.longrepr)
+    elif report.longrepr is not None:
+        scrub_object(report.longrepr)
+        if SECRETS.found_in(str(report.longrepr)):  # a shape the walk does not know: keep the text, scrubbed
+            report.longrepr = scrub(str(report.longrepr))
+    report.sections = [(scrub(title), scrub(text)) for title, text in report.sections]
 
 
 PLUGIN = pytest.StashKey[SGLangPlugin]()
@@ -244,6 +305,9 @@ READS = pytest.StashKey[dict]()
 def sglang(_sglang_host: Any, request: pytest.FixtureRequest) -> Target:
     """The SGLang target under test: spec, version, raw responses and parsed models."""
     if _sglang_host is NO_HOST:
+        plugin = request.config.stash[PLUGIN]
+        if not plugin.allow_no_host:
+            pytest.fail(plugin._no_host_message([request.node.nodeid]) or NO_HOST_REASON, pytrace=False)
         pytest.skip(NO_HOST_REASON)
     try:
         return request.config.stash[PLUGIN].target(_sglang_host)
@@ -279,7 +343,7 @@ def gpu(sglang: Target) -> GpuInfo:
 
     info = GpuInfo.of(sglang)
     if info is None:
-        pytest.skip(f"no GPU facts for {sglang.name}: give --sglang-ssh so nvidia-smi can be read (or --sglang-sm)")
+        pytest.skip(f"no GPU facts for {sglang.name}: {sglang.gpu_unknown_reason()}")
     return info
 
 
@@ -287,10 +351,7 @@ def gpu(sglang: Target) -> GpuInfo:
 def requested(sglang: Target) -> LaunchCommand:
     """The launch command, parsed into the fields it requests."""
     if sglang.requested is None:
-        pytest.skip(
-            f"the launch command of {sglang.name} is unknown: SGLang before 0.5.20 does not report it; "
-            "give --sglang-ssh (and --sglang-unit) to read it from the host"
-        )
+        pytest.skip(f"the launch command of {sglang.name} is unknown: {sglang.launch_unknown_reason()}")
     return sglang.requested
 
 
@@ -298,7 +359,10 @@ def requested(sglang: Target) -> LaunchCommand:
 def sglang_logs(sglang: Target) -> SGLangLogs:
     """The lines of the current run's log that matter: start-up, capacity, pools, adjustments."""
     if sglang.logs is None:
-        pytest.skip(f"no logs for {sglang.name}: give --sglang-logs journald:UNIT|file:PATH|docker:NAME|kubectl:NS/POD|cmd:COMMAND")
+        how = "give --sglang-logs journald:UNIT|file:PATH|docker:NAME|kubectl:NS/POD|cmd:COMMAND"
+        if sglang.facts.host is None:
+            how += " (with --sglang-ssh USER@HOST or local)"
+        pytest.skip(f"no logs for {sglang.name}: {how}")
     return sglang.logs
 
 
@@ -306,13 +370,20 @@ def sglang_logs(sglang: Target) -> SGLangLogs:
 def _sglang_requirements(request: pytest.FixtureRequest) -> Iterator[None]:
     marks = [(m.name, tuple(m.args)) for name in MARKERS for m in request.node.iter_markers(name=name)]
     if marks:
-        for name, args in marks:
-            try:
-                MARKERS[name].validate(args)
-            except SpecError as exc:
-                pytest.fail(str(exc), pytrace=False)
+        problem = _marker_problem(marks)
+        if problem:  # outside any except block: one line, no chained exception
+            pytest.fail(problem, pytrace=False)
         target: Target = request.getfixturevalue("sglang")
         reason = unmet(target, marks)
         if reason:
             pytest.skip(reason)
     yield
+
+
+def _marker_problem(marks: list[tuple[str, tuple[Any, ...]]]) -> str | None:
+    for name, args in marks:
+        try:
+            MARKERS[name].validate(args)
+        except SpecError as exc:
+            return str(exc)
+    return None

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any
+from typing import Any, Iterable
 
 from ._argv import ENV_ASSIGNMENT, option_like
+from .secrets import REDACTED, register
+from .secrets import scrub as _scrub
 
-REDACTED = "<redacted>"
 
 SECRET_KEYS = frozenset(
     {
@@ -71,27 +72,89 @@ def redact_value(key: str, value: Any) -> Any:
     return REDACTED
 
 
+# SGLang's answers nest a few levels (internal_states[0].cuda_graph_config.decode...); a body
+# nested deeper than this is refused before anything walks it recursively.
+MAX_DEPTH = 64
+
+
+class TooDeep(ValueError):
+    """JSON-like data nested deeper than :data:`MAX_DEPTH`."""
+
+
+def nesting_depth(data: Any, limit: int = MAX_DEPTH) -> int:
+    """How deeply JSON-like data nests (counted without recursion; stops once past ``limit``)."""
+    deepest = 0
+    todo: list[tuple[Any, int]] = [(data, 1)]
+    while todo:
+        value, depth = todo.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        todo.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _secret_strings(data: Any) -> list[str]:
+    """The string values held under secret keys anywhere in ``data``."""
+    found: list[str] = []
+    todo = [data]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, dict):
+            for key, child in value.items():
+                if isinstance(key, str) and is_secret_key(key) and isinstance(child, str) and child:
+                    found.append(child)
+                else:
+                    todo.append(child)
+        elif isinstance(value, list):
+            todo.extend(value)
+    return found
+
+
 def redact_mapping(data: Any) -> Any:
-    """Deep copy of JSON-like data with secret fields and launch commands redacted."""
+    """Deep copy of JSON-like data with secret fields and launch commands redacted.
+
+    The values of secret fields are registered as known secrets and removed from every other
+    string of the same data too: SGLang joins ``launch_command`` unquoted, so a key with spaces
+    (``--api-key horse battery``) is only found whole through the ``api_key`` field beside it.
+    Data nested deeper than :data:`MAX_DEPTH` is refused with :class:`TooDeep`."""
+    if nesting_depth(data) > MAX_DEPTH:
+        raise TooDeep(f"JSON nested deeper than {MAX_DEPTH} levels")
+    known = _secret_strings(data)
+    register(*known)
+    return _redacted(data, known)
+
+
+def _redacted(data: Any, known: list[str]) -> Any:
     if isinstance(data, dict):
         out: dict[Any, Any] = {}
         for key, value in data.items():
             if isinstance(key, str) and is_secret_key(key):
                 out[key] = redact_value(key, value)
             elif key in ("launch_command", "_launch_command") and isinstance(value, str):
-                out[key] = redact_command(value)
+                out[key] = redact_command(scrub(value, known))
             elif key in ("launch_command", "_launch_command") and isinstance(value, list) and all(isinstance(w, str) for w in value):
-                out[key] = shlex.split(redact_command(shlex.join(value)))  # an argv list
+                out[key] = shlex.split(redact_command(shlex.join(scrub(w, known) for w in value)))  # an argv list
             else:
-                out[key] = redact_mapping(value)
+                out[key] = _redacted(value, known)
         return out
     if isinstance(data, list):
-        return [redact_mapping(v) for v in data]
+        return [_redacted(v, known) for v in data]
+    if isinstance(data, str) and known:
+        return scrub(data, known)
     return data
 
 
-def redact_command(command: str) -> str:
-    """Redact secret flag values in a command line: ``--api-key X``, ``--api-key=X``, ``HF_TOKEN=X``."""
+def redact_command(command: str, _depth: int = 0) -> str:
+    """Redact secret flag values in a command line: ``--api-key X``, ``--api-key=X``, ``HF_TOKEN=X``,
+    also inside a word that is itself a command (``bash -c "... --api-key X"``). Each value
+    removed is registered as a known secret, so it is scrubbed wherever else it shows up."""
     try:
         words = shlex.split(command, posix=True)
     except ValueError:
@@ -100,12 +163,23 @@ def redact_command(command: str) -> str:
     out: list[str] = []
     for i, word in enumerate(words):
         if i in secret:
+            register(word.partition("=")[2] if secret[i] else word)
             out.append(f"{word.partition('=')[0]}={REDACTED}" if secret[i] else REDACTED)
         elif ENV_ASSIGNMENT.match(word) and is_secret_env(word.partition("=")[0]):
+            register(word.partition("=")[2])
             out.append(f"{word.partition('=')[0]}={REDACTED}")
+        elif _depth < 3 and len(word.split()) > 1 and ("-" in word or "=" in word):
+            out.append(_Embedded(redact_command(word, _depth + 1)))  # sh -c "...", a wrapper's argument
         else:
             out.append(word)
-    return " ".join(shlex.quote(w) if w != REDACTED and not w.endswith("=" + REDACTED) else w for w in out)
+    return " ".join(w if isinstance(w, _Embedded) or w == REDACTED or w.endswith("=" + REDACTED) else shlex.quote(w) for w in out)
+
+
+class _Embedded(str):
+    """An embedded command, already redacted; quoted as one word."""
+
+    def __new__(cls, text: str) -> "_Embedded":
+        return super().__new__(cls, shlex.quote(text))
 
 
 def _secret_positions(words: list[str]) -> dict[int, bool]:
@@ -130,12 +204,9 @@ def secret_values(words: list[str]) -> list[str]:
     return [value for value in values if value]
 
 
-def scrub(text: str, secrets: list[str]) -> str:
-    """Remove known secret strings (e.g. the user's api key) from free text."""
-    for secret in secrets:
-        if secret and len(secret) >= 3:
-            text = text.replace(secret, REDACTED)
-    return text
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove known secret strings (every registered one, and ``secrets``) from free text."""
+    return _scrub(text, secrets)
 
 
 _QUOTED = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\""""

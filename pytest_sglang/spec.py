@@ -28,6 +28,10 @@ QUERY_KEYS: dict[str, set[str]] = {
     "sim": {"api_key_env", "api_key", "admin_api_key"},
 }
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_LABEL = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?$")
+_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+SECRET_QUERY_KEYS = ("api_key", "admin_api_key")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -65,17 +69,37 @@ class HostSpec:
         return self.display
 
 
+def parse_specs(texts: list[str]) -> list[HostSpec]:
+    """Several specs, each target once: the same spec twice is kept once; the same target
+    given twice with different options is an error (one of them would be silently dropped)."""
+    specs: dict[str, HostSpec] = {}
+    for text in texts:
+        spec = parse_spec(text)
+        seen = specs.get(spec.display)
+        if seen is None:
+            specs[spec.display] = spec
+        elif seen.options != spec.options:
+            differ = sorted(k for k in seen.options.keys() | spec.options.keys() if seen.options.get(k) != spec.options.get(k))
+            raise SpecError(f"--sglang-host {spec.display} is given twice with different options ({', '.join(differ)}): give it once")
+    return list(specs.values())
+
+
 def parse_spec(text: str) -> HostSpec:
-    """Parse a host spec; a spec that cannot be understood is a one-line SpecError."""
+    """Parse a host spec; a spec that cannot be understood is a one-line SpecError. The query
+    (which may carry a simulator key) is never echoed in an error."""
     raw = text.strip()
     if not raw:
         raise SpecError("empty --sglang-host: give http://HOST:PORT or sim://PROFILE")
+    from .secrets import register
+
+    register(*(v for k, v in parse_qsl(raw.partition("?")[2], keep_blank_values=True) if k in SECRET_QUERY_KEYS))
     if "://" not in raw:
-        hint = f"http://{raw}" if re.match(r"^[\w.-]+:\d+$", raw) else "http://HOST:PORT"
-        raise SpecError(f"--sglang-host {raw!r} has no scheme: did you mean {hint}? (or sim://PROFILE)")
+        bare = raw.split("?", 1)[0]
+        hint = f"http://{bare}" if re.match(r"^[\w.-]+:\d+$", bare) else "http://HOST:PORT"
+        raise SpecError(f"--sglang-host {bare!r} has no scheme: did you mean {hint}? (or sim://PROFILE)")
     scheme = raw.split("://", 1)[0].lower()
     if scheme not in SCHEMES:
-        raise SpecError(
+        raise SpecError(  # names only the scheme, never the rest
             f"--sglang-host scheme {scheme!r} is not supported: use one of "
             + ", ".join(f"{s}://" for s in SCHEMES)
         )
@@ -109,14 +133,55 @@ def parse_spec(text: str) -> HostSpec:
     host = parts.hostname
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
+    else:
+        _check_host_name(scheme, parts.netloc.rsplit("@", 1)[-1].rsplit(":", 1)[0] if parts.port else parts.netloc, where)
+    path = parts.path.rstrip("/")
+    if path.split("/")[-1] in ("v1", "generate", "server_info", "get_server_info"):
+        root = f"{scheme}://{parts.netloc}{path.rsplit('/', 1)[0]}"
+        raise SpecError(
+            f"--sglang-host {where}: give the server's root, not an endpoint (pytest-sglang reads /server_info, /v1/models, ... "
+            f"itself): did you mean {root}?"
+        )
+    verify = dict(query).get("verify")
+    if verify is not None and verify.lower() not in _TRUE + _FALSE and not verify.startswith(("/", "~", "./")):
+        raise SpecError(f"--sglang-host {where}: ?verify={verify[:20]} is not understood: write verify=true, verify=false or verify=/path/to/ca-bundle.pem")
     return HostSpec(
         raw=raw,
         scheme=scheme,
         host=host,
         port=port,
-        path=parts.path.rstrip("/"),
+        path=path,
         query=query,
     )
+
+
+def _check_host_name(scheme: str, name: str, where: str) -> None:
+    """A DNS name of labels of 1 to 63 letters, digits, '-' or '_' (253 at most), or an IPv4 address."""
+    if _IPV4.match(name):
+        return
+    problem = None
+    labels = name.rstrip(".").split(".")
+    if len(name) > 253:
+        problem = "is longer than 253 characters"
+    elif any(not label for label in labels):
+        problem = "has an empty label ('..' or a leading '.')"
+    elif any(len(label) > 63 for label in labels):
+        problem = "has a label longer than 63 characters"
+    elif any(not _LABEL.match(label) for label in labels):
+        problem = "has a character a host name cannot have"
+    if problem:
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        raise SpecError(f"--sglang-host {scheme}:// host name {shown!r} {problem}: check the spelling")
+
+
+def verify_setting(spec: HostSpec) -> bool | str:
+    """What to give requests' ``verify`` for an https spec: True, False or a CA bundle path."""
+    value = spec.options.get("verify")
+    if value is None or value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    return value
 
 
 def _parse_sim(raw: str, rest: str, query: tuple[tuple[str, str], ...]) -> HostSpec:

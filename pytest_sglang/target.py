@@ -16,7 +16,8 @@ from typing import Any
 
 from . import _reads
 from .collect.http import HttpClient, collect_http
-from .errors import SpecError, TargetError
+from ._text import one_line
+from .errors import SGLangError, SpecError, TargetError
 from .facts import Facts, GpuFact
 from .host import HostOptions, collect_host
 from .launch import LaunchCommand
@@ -24,7 +25,8 @@ from .logs import LogSource, SGLangLogs
 from .models import Effective, ModelInfo, ServerArgs
 from .normaliser import Snapshot, normalise
 from .options import TargetOptions
-from .spec import HostSpec, parse_spec
+from .secrets import register
+from .spec import HostSpec, parse_spec, verify_setting
 
 
 @dataclass(frozen=True)
@@ -57,18 +59,39 @@ class GpuInfo:
 class Target:
     """One SGLang deployment as tests see it. Facts are collected once, on open."""
 
-    def __init__(self, spec: HostSpec, facts: Facts, client: HttpClient | None = None, simulator: Any = None, shell: Any = None) -> None:
+    def __init__(
+        self,
+        spec: HostSpec,
+        facts: Facts,
+        client: HttpClient | None = None,
+        simulator: Any = None,
+        shell: Any = None,
+        notes: list[str] | None = None,
+    ) -> None:
         self.spec = spec
         self.facts = facts
         self.client = client
         self.shell = shell
         self._simulator = simulator
+        self._notes = list(notes or [])
 
     # ---- opening and closing --------------------------------------------------------------
     @classmethod
     def open(cls, spec: HostSpec | str, options: TargetOptions | None = None) -> Target:
+        """Collect the target's facts. Whatever goes wrong on the way is one
+        :class:`~pytest_sglang.errors.SGLangError` naming the target: this is the one boundary
+        between what a host sends and the caller (a pytest run keeps going with other hosts)."""
         spec = parse_spec(spec) if isinstance(spec, str) else spec
-        options = options or TargetOptions()
+        try:
+            return cls._open(spec, options or TargetOptions())
+        except SGLangError as exc:
+            raise exc.with_traceback(None) from None
+        except Exception as exc:  # anything a host's answers or a transport library raised
+            detail = one_line(f"{type(exc).__name__}: {exc}", 200)
+            raise TargetError(f"{spec.display}: reading the target failed ({detail}); the other hosts are not affected") from None
+
+    @classmethod
+    def _open(cls, spec: HostSpec, options: TargetOptions) -> Target:
         api_key = _api_key_for(spec, options)
         overrides: dict[str, Any] = {"sm": options.sm} if options.sm is not None else {}
         if spec.is_simulated:
@@ -77,7 +100,7 @@ class Target:
             spec.base_url,
             api_key=api_key,
             timeout=options.timeout,
-            verify=spec.options.get("verify", "true").lower() not in ("0", "false", "no"),
+            verify=verify_setting(spec),
             name=spec.display,
         )
         shell, host_options = _host_access(spec, options)
@@ -110,9 +133,11 @@ class Target:
         from .sim.profile import load_profile
 
         profile = load_profile(spec.host)  # a bad profile fails here, before a process starts
+        # sim://NAME?api_key=K starts the simulator with K and reads it with K (unless another key
+        # is given, e.g. to see the simulator refuse a wrong one).
         sim_key = spec.options.get("api_key") or api_key
         process = start_simulator(spec.host, api_key=sim_key, admin_api_key=spec.options.get("admin_api_key"))
-        client = HttpClient(process.url, api_key=api_key, timeout=options.timeout, name=spec.display)
+        client = HttpClient(process.url, api_key=api_key or sim_key, timeout=options.timeout, name=spec.display)
         try:
             client.wait_ready(max(options.wait_ready, 30.0))
             facts = collect_http(client, target=spec.display, origin="sim", overrides=overrides)
@@ -121,7 +146,12 @@ class Target:
             process.stop()
             raise
         facts = facts.model_copy(update={"host": simulated_host(profile), "profile": profile.name})
-        return cls(spec, facts, client, simulator=process)
+        notes = [
+            f"{option} is not used for a simulated target (its host is the profile's simulated one)"
+            for option, value in (("--sglang-ssh", options.ssh), ("--sglang-unit", options.unit), ("--sglang-logs", options.logs))
+            if value
+        ]
+        return cls(spec, facts, client, simulator=process, notes=notes)
 
     def close(self) -> None:
         if self.client is not None:
@@ -197,6 +227,45 @@ class Target:
         """The (redacted) bodies as the server returned them, by endpoint name."""
         return {name: ep.body for name, ep in self.facts.endpoints.items() if ep.ok}
 
+    @property
+    def warnings(self) -> list[str]:
+        """What a reader of the results should know about how this target was read."""
+        out = list(self._notes)
+        host = self.facts.host
+        if host is not None and not host.host_key_checked:
+            out.append("SSH host key NOT verified (--sglang-ssh-insecure)")
+        if host is not None:
+            out += host.log_warnings
+        out += [f"{problem}; configuration read from the logs" for problem in self.facts.problems]
+        return out
+
+    def gpu_unknown_reason(self) -> str:
+        """Why the GPU is unknown: what was tried and what it found (for skip reasons)."""
+        host = self.facts.host
+        server = f"SGLang {self.version or '?'} reports no GPU model over HTTP"
+        if host is None:
+            return f"{server} and there is no host access: give --sglang-ssh USER@HOST (or local) so nvidia-smi can be read, or --sglang-sm=SM"
+        if "nvidia-smi" in host.missing_tools:
+            tried = f"nvidia-smi is not installed on {host.where}"
+        elif not host.gpus:
+            tried = f"nvidia-smi on {host.where} listed no GPU"
+        else:
+            names = ", ".join(sorted({g.name for g in host.gpus}))
+            tried = f"nvidia-smi on {host.where} listed {len(host.gpus)} GPU(s) ({names}) without a compute capability this plugin knows"
+        return f"{tried}; {server}; give --sglang-sm=SM if the architecture is known"
+
+    def launch_unknown_reason(self) -> str:
+        """Why the launch command is unknown: what was tried and what it found."""
+        host = self.facts.host
+        http = f"SGLang {self.version or '?'} does not report it over HTTP (0.5.20 and later do)"
+        if host is None:
+            return f"{http}; give --sglang-ssh (and --sglang-unit) to read it from the host"
+        if host.pid is None:
+            found = f"no SGLang process was found on {host.where} (neither a --sglang-unit main process nor a sglang.launch_server / sglang serve process)"
+        else:
+            found = f"process {host.pid} on {host.where} gave no command line (is /proc/{host.pid}/cmdline readable by that user?)"
+        return f"{http}; {found}"
+
     def describe(self) -> str:
         """One line for report headers: version, model, GPU, tp."""
         with _reads.paused():
@@ -260,6 +329,7 @@ def _api_key_for(spec: HostSpec, options: TargetOptions) -> str | None:
         value = os.environ.get(var)
         if not value:
             raise SpecError(f"{spec.display}: ?api_key_env={var} names an environment variable that is not set")
+        register(value)
         return value
     return options.api_key
 
@@ -271,6 +341,31 @@ def connect(
     timeout: float = 10.0,
     wait_ready: float = 0.0,
     sm: int | None = None,
+    ssh: str | None = None,
+    ssh_key: str | None = None,
+    ssh_insecure: bool = False,
+    ssh_known_hosts: str | None = None,
+    ssh_config: str | None = None,
+    unit: str | None = None,
+    logs: str | None = None,
+    command_timeout: float = 30.0,
 ) -> Target:
-    """Open a target by spec and collect its facts."""
-    return Target.open(spec, TargetOptions(api_key=api_key, timeout=timeout, wait_ready=wait_ready, sm=sm))
+    """Open a target by spec and collect its facts. ``ssh`` ("user@host[:port]" or "local")
+    adds host access: GPU facts, the launch command (``unit``) and the current run's ``logs``,
+    as ``--sglang-ssh`` and its companions do in pytest."""
+    options = TargetOptions(
+        api_key=api_key,
+        timeout=timeout,
+        wait_ready=wait_ready,
+        sm=sm,
+        ssh=ssh,
+        ssh_key=ssh_key,
+        ssh_insecure=ssh_insecure,
+        ssh_known_hosts=ssh_known_hosts,
+        ssh_config=ssh_config,
+        unit=unit,
+        logs=logs,
+        command_timeout=command_timeout,
+    )
+    options.validate()
+    return Target.open(spec, options)

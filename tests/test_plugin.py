@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 
 import pytest
 
@@ -35,11 +36,38 @@ def no_traceback(result):
     assert "Traceback" not in text and "site-packages" not in text, text
 
 
-def test_without_a_host_tests_that_need_one_are_skipped_with_how_to(pytester):
+def test_without_a_host_a_run_that_needs_one_fails_in_one_line_before_any_test(pytester):
     pytester.makepyfile(SUITE)
-    result = pytester.runpytest("-rs")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert errors == [
+        "ERROR: 4 collected test(s) need an SGLang host and none was given: pass --sglang-host=http://HOST:PORT "
+        "(or sim://PROFILE), set SGLANG_HOST, or add sglang_hosts to the ini file; to skip them on purpose, "
+        "pass --sglang-allow-no-host (ini: sglang_allow_no_host = true)"
+    ]
+    assert "passed" not in result.stdout.str()  # not even the test that needs no host ran
+    no_traceback(result)
+
+
+def test_without_a_host_the_run_fails_under_xdist_too(pytester):
+    pytester.makepyfile(SUITE)
+    result = pytester.runpytest("-n", "2", "-p", "xdist")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "need an SGLang host and none was given" in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.parametrize("how", [["--sglang-allow-no-host"], ["-o", "sglang_allow_no_host=true"]], ids=["option", "ini"])
+def test_skipping_host_tests_without_a_host_is_an_explicit_choice(pytester, how):
+    pytester.makepyfile(SUITE)
+    result = pytester.runpytest("-rs", *how)
     result.assert_outcomes(passed=1, skipped=4)
-    result.stdout.fnmatch_lines(["*no SGLang host given: pass --sglang-host=http://HOST:PORT*"])
+    result.stdout.fnmatch_lines(["*no SGLang host given (--sglang-allow-no-host): pass --sglang-host=http://HOST:PORT*"])
+
+
+def test_a_suite_that_needs_no_host_runs_without_one(pytester):
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    pytester.runpytest().assert_outcomes(passed=1)
 
 
 def test_fixtures_resolve_against_a_live_server_and_ids_name_the_host(pytester, sglang_server):
@@ -105,7 +133,15 @@ def test_wait_ready_waits_through_warm_up(pytester, canned, real_server_info, re
     server.routes["/health"] = (503, b"", 0.0)
     import threading
 
-    threading.Timer(0.4, lambda: server.routes.__setitem__("/health", (200, b"", 0.0))).start()
+    def warm_up() -> None:  # ready only once the plugin has been told "503" at least once
+        for _ in range(400):
+            if any(p == "/health" for _, p, _ in server.requests):
+                break
+            time.sleep(0.025)
+        time.sleep(0.2)
+        server.routes["/health"] = (200, b"", 0.0)
+
+    threading.Thread(target=warm_up, daemon=True).start()
     pytester.makepyfile(SUITE)
     result = pytester.runpytest("--sglang-host", server.url, "--sglang-wait-ready", "10")
     result.assert_outcomes(passed=5)
