@@ -178,6 +178,23 @@ def test_a_known_release_is_read_with_its_own_table_without_a_note(version: str 
     assert (launch.flag_table_version, launch.problems) == (table, [])
 
 
+@pytest.mark.parametrize("version, table", [("banana", "0.5.23"), ("0.4.9", "0.5.5"), ("0.6.1", "0.5.23")])
+def test_a_server_reporting_a_release_without_a_table_is_read_with_the_nearest(version: str, table: str) -> None:
+    """What a server reports is never refused: its launch command is read with the nearest
+    table, and ``requested.problems`` says so (the normaliser passes strict_version=False)."""
+    from test_normalise import facts_of
+
+    from pytest_sglang import normalise
+    from pytest_sglang.sim import load_profile
+
+    profile = load_profile("qwen35-122b-a10b-4xrtx6000-0.5.23")  # reports its launch command
+    info = profile.server_info()
+    info["version"] = version
+    requested = normalise(facts_of(info, profile.model_info())).requested
+    assert requested is not None and requested.flag_table_version == table
+    assert requested.problems[0].startswith(("no flag table for SGLang", "SGLang version"))
+
+
 def test_the_docs_name_the_releases_with_a_flag_table() -> None:
     from pytest_sglang.launch import table_versions
 
