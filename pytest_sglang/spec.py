@@ -133,8 +133,6 @@ def parse_spec(text: str) -> HostSpec:
     host = parts.hostname
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
-    else:
-        _check_host_name(scheme, parts.netloc.rsplit("@", 1)[-1].rsplit(":", 1)[0] if parts.port else parts.netloc, where)
     path = parts.path.rstrip("/")
     if path.split("/")[-1] in ("v1", "generate", "server_info", "get_server_info"):
         root = f"{scheme}://{parts.netloc}{path.rsplit('/', 1)[0]}"
@@ -155,9 +153,11 @@ def parse_spec(text: str) -> HostSpec:
     )
 
 
-def _check_host_name(scheme: str, name: str, where: str) -> None:
-    """A DNS name of labels of 1 to 63 letters, digits, '-' or '_' (253 at most), or an IPv4 address."""
-    if _IPV4.match(name):
+def check_host_name(spec: HostSpec) -> None:
+    """A DNS name of labels of 1 to 63 letters, digits, '-' or '_' (253 at most), or an IP
+    address; checked when the target is opened, so a bad name fails that host only."""
+    name = spec.host
+    if spec.is_simulated or name.startswith("[") or _IPV4.match(name):
         return
     problem = None
     labels = name.rstrip(".").split(".")
@@ -171,7 +171,7 @@ def _check_host_name(scheme: str, name: str, where: str) -> None:
         problem = "has a character a host name cannot have"
     if problem:
         shown = name if len(name) <= 80 else name[:77] + "..."
-        raise SpecError(f"--sglang-host {scheme}:// host name {shown!r} {problem}: check the spelling")
+        raise SpecError(f"{spec.display}: the host name {shown!r} {problem}: check the spelling")
 
 
 def verify_setting(spec: HostSpec) -> bool | str:

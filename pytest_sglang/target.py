@@ -26,7 +26,7 @@ from .models import Effective, ModelInfo, ServerArgs
 from .normaliser import Snapshot, normalise
 from .options import TargetOptions
 from .secrets import register
-from .spec import HostSpec, parse_spec, verify_setting
+from .spec import HostSpec, check_host_name, parse_spec, verify_setting
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,7 @@ class Target:
         overrides: dict[str, Any] = {"sm": options.sm} if options.sm is not None else {}
         if spec.is_simulated:
             return cls._open_simulated(spec, options, api_key, overrides)
+        check_host_name(spec)
         client = HttpClient(
             spec.base_url,
             api_key=api_key,

@@ -57,6 +57,7 @@ class Canned:
     def __init__(self) -> None:
         self.routes: dict[str, tuple[int, object, float]] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.headers: dict[str, str] = {}  # extra answer headers (e.g. a redirect's Location)
         handler = self._handler()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
@@ -83,6 +84,8 @@ class Canned:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
+                    for name, value in canned.headers.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):

@@ -123,7 +123,8 @@ class HttpClient:
                     )
                 if sock is not None:
                     sock.settimeout(max(left, 0.001))
-                chunk = response.raw.read(65536, decode_content=True)
+                # read1: what has arrived (read would wait for all 64 KiB, however slowly it drips)
+                chunk = response.raw.read1(65536, decode_content=True) if hasattr(response.raw, "read1") else response.raw.read(65536, decode_content=True)
                 if not chunk:
                     break
                 chunks.append(chunk)
