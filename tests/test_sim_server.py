@@ -710,21 +710,26 @@ def _wait_for_file(path: Path, process: subprocess.Popen[str], seconds: float = 
 
 
 SLEEPING_SUITE = """
-import os, time
+import ctypes, os, resource, time
 
 def test_sleeps(sglang):
     pid = sglang._simulator.process.pid
     with open({record!r} + ".tmp", "w") as f:
         f.write(f"{{pid}} {{os.getpid()}}")
     os.replace({record!r} + ".tmp", {record!r})
+    if {crash!r}:
+        while not os.path.exists({record!r} + ".crash"):
+            time.sleep(0.05)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        ctypes.string_at(0)  # a segmentation fault: pytest dies without running a finaliser
     time.sleep(120)
 """
 
 
-@pytest.mark.parametrize("kill_signal", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
-def test_the_simulator_ends_when_pytest_is_killed(pytester: pytest.Pytester, kill_signal: signal.Signals) -> None:
+@pytest.mark.parametrize("kill_signal", [signal.SIGTERM, signal.SIGKILL, None], ids=["SIGTERM", "SIGKILL", "crash"])
+def test_the_simulator_ends_when_pytest_is_killed(pytester: pytest.Pytester, kill_signal: signal.Signals | None) -> None:
     record = pytester.path / "pids"
-    pytester.makepyfile(test_sleeping=SLEEPING_SUITE.format(record=str(record)))
+    pytester.makepyfile(test_sleeping=SLEEPING_SUITE.format(record=str(record), crash=kill_signal is None))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "PYTEST_ADDOPTS"))}
     env["PYTHONPATH"] = str(REPO)
     pytest_process = subprocess.Popen(
@@ -740,9 +745,13 @@ def test_the_simulator_ends_when_pytest_is_killed(pytester: pytest.Pytester, kil
         sim_pid, test_pid = map(int, _wait_for_file(record, pytest_process).split())
         assert test_pid == pytest_process.pid
         assert _running(sim_pid)
-        pytest_process.send_signal(kill_signal)
-        pytest_process.wait(timeout=10)
-        assert _gone_within(sim_pid, 5), f"simulator {sim_pid} outlived pytest ({kill_signal.name})"
+        if kill_signal is not None:
+            pytest_process.send_signal(kill_signal)
+        else:
+            record.with_name(record.name + ".crash").touch()
+        assert pytest_process.wait(timeout=10) < 0  # ended by a signal, as asked (or by the crash)
+        how = kill_signal.name if kill_signal else "a crash"
+        assert _gone_within(sim_pid, 5), f"simulator {sim_pid} outlived pytest ({how})"
     finally:
         pytest_process.kill()
         pytest_process.communicate()
