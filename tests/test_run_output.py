@@ -111,20 +111,25 @@ def pytest_configure(config):
 """
 
 
-def test_progress_lines_reach_the_terminal_while_output_is_captured(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("verbosity", [[], ["-q"]], ids=["default", "quiet"])
+def test_progress_lines_reach_the_terminal_while_output_is_captured(pytester: pytest.Pytester, verbosity: list[str]) -> None:
     pytester.makeconftest(PROGRESS_CONFTEST)
     pytester.makepyfile(
         test_install="""
 import progress
+
+def test_before():
+    pass
 
 def test_installs():
     print("captured, not shown")
     progress.say("installing SGLang 0.5.23 for CPU into ~/.cache/x: step 2/4 torch==2.13.0 (CPU build)")
 """
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # output capture on, as by default
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*test_install.py ", "installing SGLang 0.5.23 for CPU into ~/.cache/x: step 2/4 torch==2.13.0 (CPU build)", ".*"])
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *verbosity)  # output capture on, as by default
+    result.assert_outcomes(passed=2)
+    # A line of its own, even after -q's progress dots.
+    assert "installing SGLang 0.5.23 for CPU into ~/.cache/x: step 2/4 torch==2.13.0 (CPU build)" in result.outlines
     assert "captured, not shown" not in result.stdout.str()
 
 

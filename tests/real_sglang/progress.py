@@ -27,14 +27,22 @@ def detach() -> None:
 
 def say(message: str) -> None:
     config = _config
-    reporter = config.pluginmanager.getplugin("terminalreporter") if config is not None else None
-    if reporter is None:  # a script run by hand, or an xdist worker (which has no terminal)
+    if config is None:  # a script run by hand
         print(message, file=sys.stderr, flush=True)
         return
     capture = config.pluginmanager.getplugin("capturemanager")
+    # An xdist worker has no terminal of its own; its stderr, uncaptured, is the run's.
+    worker = hasattr(config, "workerinput")
+    reporter = None if worker else config.pluginmanager.getplugin("terminalreporter")
     with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        reporter.write_line(message)
-        reporter.flush()
+        if reporter is None:  # the controller may be mid-line (its progress dots)
+            print("\n" + message, file=sys.stderr, flush=True)
+        else:
+            writer = getattr(reporter, "_tw", None)
+            if writer is not None and writer.width_of_current_line:
+                reporter.write("\n")  # after the progress dots of -q, which write_line would not end
+            reporter.write_line(message)
+            reporter.flush()
 
 
 def shown(path: Path) -> str:
