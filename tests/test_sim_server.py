@@ -652,8 +652,9 @@ def occupied_port() -> Iterator[int]:
         (["--profile", LLAMA_059, "--port", "{occupied}"], "cannot listen on 127.0.0.1"),
         (["--port", "0"], "--profile"),
         (["--profile", LLAMA_059, "--port", "many"], "invalid int value"),
+        (["--profile", LLAMA_059, "--parent-pid", "0"], "--parent-pid: 0 is not a process id"),
     ],
-    ids=["unknown-profile", "non-loopback-host", "port-in-use", "no-profile", "bad-port"],
+    ids=["unknown-profile", "non-loopback-host", "port-in-use", "no-profile", "bad-port", "bad-parent-pid"],
 )
 def test_cli_reports_user_errors_on_one_line_with_exit_2(args: list[str], message: str, occupied_port: int) -> None:
     process = _cli(*(a.format(occupied=occupied_port) for a in args))

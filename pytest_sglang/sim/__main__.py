@@ -131,7 +131,10 @@ def _exists(pid: int) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.parent_pid is not None and args.parent_pid <= 0:
+        parser.error(f"argument --parent-pid: {args.parent_pid} is not a process id")
     if args.parent_pid is not None and not _watch_parent(args.parent_pid):
         return 0  # started for a process that is gone: nobody will use or stop us
     if args.list:
