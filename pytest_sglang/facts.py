@@ -88,6 +88,8 @@ class HostFacts(BaseModel):
     launch_command_source: str | None = None
     log_lines: list[str] = Field(default_factory=list)
     log_source: str | None = None
+    # What makes the logs doubtful without stopping collection (e.g. a start-up line for another port).
+    log_warnings: list[str] = Field(default_factory=list)
     missing_tools: list[str] = Field(default_factory=list)
     host_key_checked: bool = True
 

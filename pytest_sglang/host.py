@@ -1,25 +1,33 @@
 """Collect host facts (GPUs, the SGLang process and its launch command, the logs of the
 current run) over a :class:`~pytest_sglang.shell.Shell`, in one round trip.
 
-Everything sent is read-only and built with quoted arguments; the only free text is a
-``cmd:`` log source, which is the user's own command.
+Everything sent is read-only. Values reach the script through ONE path: :func:`assignments`
+puts each of them at the top as ``sg_name='value'`` (:func:`shlex.quote`), and the rest of the
+script is fixed text that only ever says ``"$sg_name"``, whatever the values are. A value is
+therefore always one argument, never shell text. The only free text is a ``cmd:`` log source,
+the user's own command, which the script runs with ``eval "$sg_log"``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from .errors import SpecError, TargetError
 from .facts import GpuFact, HostFacts
-from .logs import KEEP, PREVIOUS_RUN, STARTUP, LogSource, current_run
+from .logs import KEEP, PREVIOUS_RUN, STARTUP, LogSource, SGLangLogs, current_run
 from .parse import clean_line
 from .redact import redact_command, redact_log_line
-from .shell import Shell, command
+from .shell import Shell
 
 MARK = "@@pytest-sglang:"
+EXIT_MARK = "@@pytest-sglang-exit "
 GPU_FIELDS = "index,name,compute_cap,memory.total,driver_version,uuid"
 GPU_FIELDS_OLD = "index,name,memory.total,driver_version,uuid"  # drivers before compute_cap
+SGLANG_PROCESS = "sglang[.]launch_server|sglang[ ]serve"
 
 # Reads a file from its end and stops once past this run's start-up line: a 1 GB log costs
 # one backwards scan of its tail, and only the matching lines cross the connection.
@@ -28,6 +36,109 @@ _AWK_CURRENT_RUN = (
     "{if(state==1){n++; if($0 ~ prev || n>200) exit; if($0 ~ keep) print; next}"
     " if($0 ~ keep) print; if(index($0, start)>0) state=1}"
 )
+# Keeps the lines worth bringing back from a command's output; the command's exit status comes
+# last (a line starting with the exit mark), and a failure is reported with the last other line
+# (the command's own error message).
+_AWK_FILTER = (
+    "{if(index($0, exitmark)==1){code=substr($0, length(exitmark)+1); next}"
+    " if($0 ~ keep) print; else if($0 != \"\") last=$0}"
+    " END{if(code != \"\" && code != \"0\") printf \"@@log-failed %s %s\\n\", code, last}"
+)
+
+# ---- the script: fixed text; every value is a "$sg_..." variable assigned by assignments() ----
+
+_BODY = r"""
+__s() { printf '\n%s%s@@\n' "$sg_mark" "$1"; }
+__s gpus
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi "--query-gpu=$sg_gpu_fields" --format=csv,noheader,nounits </dev/null 2>&1 ||
+    { __s gpus-old; nvidia-smi "--query-gpu=$sg_gpu_fields_old" --format=csv,noheader,nounits </dev/null 2>&1; }
+  __s gpu-apps; nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader </dev/null 2>&1
+else echo '@@missing nvidia-smi'; fi
+__s systemd; pid=
+if [ -n "$sg_unit" ]; then
+  if command -v systemctl >/dev/null 2>&1; then
+    systemctl show -p MainPID -p InvocationID -p ActiveEnterTimestamp -p ActiveState -p ExecStart -- "$sg_unit" </dev/null 2>&1
+    pid=$(systemctl show -p MainPID --value -- "$sg_unit" </dev/null 2>/dev/null)
+  else echo '@@missing systemctl'; fi
+fi
+case "$pid" in *[!0-9]*) pid= ;; esac
+if [ -z "$pid" ] || [ "$pid" = 0 ]; then
+  pid=
+  for p in $(pgrep -f -- "$sg_process" 2>/dev/null); do
+    args=" $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null) "
+    case "$args" in *" --port $sg_port "*|*" --port=$sg_port "*) pid=$p; break ;; esac
+  done
+  [ -n "$pid" ] || pid=$(pgrep -o -f -- "$sg_process" 2>/dev/null | head -n 1)
+  case "$pid" in *[!0-9]*) pid= ;; esac
+fi
+__s pid; printf '%s\n' "$pid"
+if [ -n "$pid" ] && [ "$pid" != 0 ]; then
+  __s cmdline; tr '\0' '\n' < "/proc/$pid/cmdline" 2>&1
+  __s visible; tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep '^CUDA_VISIBLE_DEVICES=' || true
+  __s processes; ps -eo pid=,ppid= 2>/dev/null
+fi
+"""
+# (Only CUDA_VISIBLE_DEVICES is read from the process's environment, which may hold secrets.)
+
+_FILTERED = '| awk -v "keep=$sg_keep" -v "exitmark=$sg_exit" "$sg_filter"'
+
+_LOG_BODY = {
+    # --all: without it, -o json prints fields over 4096 bytes (the server_args line) as null.
+    "journald": r"""
+if command -v journalctl >/dev/null 2>&1; then
+  inv=
+  if command -v systemctl >/dev/null 2>&1; then
+    inv=$(systemctl show -p InvocationID --value -- "$sg_log" </dev/null 2>/dev/null)
+  fi
+  case "$inv" in *[!0-9a-fA-F]*) inv= ;; esac
+  if [ -n "$inv" ]; then
+    printf '@@invocation %s\n' "$inv"
+    journalctl -u "$sg_log" "_SYSTEMD_INVOCATION_ID=$inv" -o json --all --output-fields=MESSAGE --no-pager --grep "$sg_keep" </dev/null 2>&1
+  else
+    echo '@@no-invocation-id'
+    journalctl -u "$sg_log" -o json --all --output-fields=MESSAGE --no-pager --grep "$sg_keep" </dev/null 2>&1
+  fi
+else echo '@@log-missing-tool journalctl'; fi
+""",
+    "file": r"""
+if command -v tac >/dev/null 2>&1 && command -v awk >/dev/null 2>&1; then
+  if [ -d "$sg_log" ]; then echo '@@log-directory'
+  elif [ -r "$sg_log" ]; then
+    echo '@@reversed'
+    tac -- "$sg_log" </dev/null | awk -v "keep=$sg_keep" -v "prev=$sg_prev" -v "start=$sg_start" "$sg_current_run"
+  elif [ -e "$sg_log" ]; then echo '@@log-unreadable'
+  else echo '@@log-no-file'; fi
+else
+  for t in tac awk; do command -v "$t" >/dev/null 2>&1 || printf '@@log-missing-tool %s\n' "$t"; done
+fi
+""",
+    "docker": r"""
+if command -v docker >/dev/null 2>&1; then
+  if started=$(docker inspect --type container --format "$sg_docker_started" -- "$sg_log" </dev/null 2>&1); then
+    echo '@@since-start'
+    { docker logs --since "$started" -- "$sg_log" </dev/null 2>&1; printf '%s%s\n' "$sg_exit" "$?"; } FILTERED
+  else
+    echo '@@log-docker-inspect'; printf '%s\n' "$started"
+  fi
+else echo '@@log-missing-tool docker'; fi
+""".replace("FILTERED", _FILTERED),
+    "kubectl": r"""
+if command -v kubectl >/dev/null 2>&1; then
+  echo '@@output'
+  if [ -n "$sg_container" ]; then
+    { kubectl logs -n "$sg_namespace" -c "$sg_container" -- "$sg_pod" </dev/null 2>&1; printf '%s%s\n' "$sg_exit" "$?"; } FILTERED
+  else
+    { kubectl logs -n "$sg_namespace" -- "$sg_pod" </dev/null 2>&1; printf '%s%s\n' "$sg_exit" "$?"; } FILTERED
+  fi
+else echo '@@log-missing-tool kubectl'; fi
+""".replace("FILTERED", _FILTERED),
+    # cmd: the user's own command line, run as written (the one free text; see the module doc).
+    "cmd": r"""
+echo '@@output'
+{ ( eval "$sg_log" ) </dev/null 2>&1; printf '%s%s\n' "$sg_exit" "$?"; } FILTERED
+""".replace("FILTERED", _FILTERED),
+}
 
 
 @dataclass(frozen=True)
@@ -38,82 +149,62 @@ class HostOptions:
     port: int | None = None  # the target's HTTP port: picks the right process when several run
 
 
+_OPTION_OF = {"unit": "--sglang-unit", "log": "--sglang-logs", "namespace": "--sglang-logs", "pod": "--sglang-logs", "container": "--sglang-logs"}
+
+
+def assignments(values: dict[str, str]) -> str:
+    """The one way a value enters a host script: ``sg_NAME='value'`` lines, each value quoted
+    by :func:`shlex.quote`. The script reads them only as ``"$sg_NAME"`` (one argument)."""
+    lines = []
+    for name, value in values.items():
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            raise ValueError(f"bad script variable name {name!r}")
+        value = str(value)
+        if "\0" in value:
+            option = _OPTION_OF.get(name, "a value for the host")
+            raise SpecError(f"{option} holds a NUL character, which no command on the host can receive: remove it")
+        lines.append(f"sg_{name}={shlex.quote(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def script_values(options: HostOptions) -> dict[str, str]:
+    """Every value the collection script uses: the constants and what the user gave."""
+    logs = options.logs
+    unit = options.unit or (logs.target if logs and logs.kind == "journald" else "")
+    values = {
+        "mark": MARK,
+        "exit": EXIT_MARK,
+        "gpu_fields": GPU_FIELDS,
+        "gpu_fields_old": GPU_FIELDS_OLD,
+        "process": SGLANG_PROCESS,
+        "unit": unit,
+        "port": str(options.port) if options.port is not None else "",
+        "keep": KEEP,
+        "prev": PREVIOUS_RUN,
+        "start": STARTUP,
+        "current_run": _AWK_CURRENT_RUN,
+        "filter": _AWK_FILTER,
+        "docker_started": "{{.State.StartedAt}}",
+        "log": logs.target if logs else "",
+    }
+    if logs is not None and logs.kind == "kubectl":
+        namespace, pod, *container = logs.target.split("/")
+        values.update(namespace=namespace, pod=pod, container=container[0] if container else "")
+    return values
+
+
 def collection_script(options: HostOptions) -> str:
-    """One POSIX sh script that prints every host fact in marked sections."""
-    unit = options.unit or (options.logs.target if options.logs and options.logs.kind == "journald" else "")
-    parts = [
-        f"unit={shlex.quote(unit)}",
-        f"port={shlex.quote(str(options.port or ''))}",
-        f"__s() {{ printf '\\n{MARK}%s@@\\n' \"$1\"; }}",
-        "__s gpus",
-        "if command -v nvidia-smi >/dev/null 2>&1; then",
-        f"  {command('nvidia-smi', f'--query-gpu={GPU_FIELDS}', '--format=csv,noheader,nounits')} 2>&1 ||"
-        f" {{ __s gpus-old; {command('nvidia-smi', f'--query-gpu={GPU_FIELDS_OLD}', '--format=csv,noheader,nounits')} 2>&1; }}",
-        f"  __s gpu-apps; {command('nvidia-smi', '--query-compute-apps=pid,gpu_uuid', '--format=csv,noheader')} 2>&1",
-        "else echo '@@missing nvidia-smi'; fi",
-        "__s systemd; pid=",
-        'if [ -n "$unit" ]; then',
-        "  if command -v systemctl >/dev/null 2>&1; then",
-        '    systemctl show -p MainPID -p InvocationID -p ActiveEnterTimestamp -p ActiveState -p ExecStart "$unit" 2>&1',
-        '    pid=$(systemctl show -p MainPID --value "$unit" 2>/dev/null)',
-        "  else echo '@@missing systemctl'; fi",
-        "fi",
-        # Without a unit (or a unit without a main process), find the launcher by its command
-        # line: the one serving the target's port, else the oldest.
-        'if [ -z "$pid" ] || [ "$pid" = 0 ]; then',
-        "  pid=",
-        "  for p in $(pgrep -f 'sglang[.]launch_server|sglang[ ]serve' 2>/dev/null); do",
-        "    args=\" $(tr '\\0' ' ' < \"/proc/$p/cmdline\" 2>/dev/null) \"",
-        '    case "$args" in *" --port $port "*|*" --port=$port "*) pid=$p; break;; esac',
-        "  done",
-        "  [ -n \"$pid\" ] || pid=$(pgrep -o -f 'sglang[.]launch_server|sglang[ ]serve' 2>/dev/null | head -n 1)",
-        "fi",
-        '__s pid; echo "$pid"',
-        'if [ -n "$pid" ] && [ "$pid" != 0 ]; then',
-        "  __s cmdline; tr '\\0' '\\n' < \"/proc/$pid/cmdline\" 2>&1",
-        # Only this variable is read from the environment, which may hold secrets.
-        "  __s visible; tr '\\0' '\\n' < \"/proc/$pid/environ\" 2>/dev/null | grep '^CUDA_VISIBLE_DEVICES=' || true",
-        "  __s processes; ps -eo pid=,ppid= 2>/dev/null",
-        "fi",
-    ]
+    """One POSIX sh script that prints every host fact in marked sections: the values first
+    (:func:`assignments`), then fixed text."""
+    script = assignments(script_values(options)) + _BODY
     if options.logs is not None:
-        parts += ["__s logs", _log_script(options.logs)]
-    return "\n".join(parts) + "\n"
-
-
-def _log_script(source: LogSource) -> str:
-    keep = shlex.quote(KEEP)
-    if source.kind == "journald":
-        # --all: without it, -o json prints fields over 4096 bytes (the server_args line) as null.
-        unit = shlex.quote(source.target)
-        return "\n".join(
-            [
-                f"inv=$(systemctl show -p InvocationID --value {unit} 2>/dev/null)",
-                'if [ -n "$inv" ]; then',
-                '  echo "@@invocation $inv"',
-                f'  journalctl -u {unit} "_SYSTEMD_INVOCATION_ID=$inv" -o json --all --output-fields=MESSAGE --no-pager --grep {keep} 2>&1',
-                "else",
-                "  echo '@@no-invocation-id'",
-                f"  journalctl -u {unit} -o json --all --output-fields=MESSAGE --no-pager --grep {keep} 2>&1",
-                "fi",
-            ]
-        )
-    if source.kind == "file":
-        path = shlex.quote(source.target)
-        awk = command("awk", "-v", f"keep={KEEP}", "-v", f"prev={PREVIOUS_RUN}", "-v", f"start={STARTUP}", _AWK_CURRENT_RUN)
-        return f"if [ -r {path} ]; then echo '@@reversed'; tac {path} | {awk}; else echo '@@unreadable {source.target}'; fi"
-    if source.kind == "docker":
-        name = shlex.quote(source.target)
-        return f"started=$(docker inspect -f '{{{{.State.StartedAt}}}}' {name} 2>&1) && docker logs --since \"$started\" {name} 2>&1 | grep -E {keep}"
-    if source.kind == "kubectl":
-        namespace, pod, *container = source.target.split("/")
-        argv = ["kubectl", "logs", "-n", namespace, pod] + (["-c", container[0]] if container else [])
-        return f"{command(*argv)} 2>&1 | grep -E {keep}"
-    # cmd: the user's own command line, run as written.
-    return f"( {source.target} ) 2>&1 | grep -E {keep}"
+        script += "__s logs\n" + _LOG_BODY[options.logs.kind].lstrip("\n")
+    return script
 
 
 def parse_output(text: str, *, where: str, options: HostOptions) -> HostFacts:
+    """The facts in the script's output. Raises :class:`TargetError` when the log source
+    cannot be read (missing tool, file or container): an error, never empty logs."""
     sections = _sections(text)
     missing = [line.split(" ", 1)[1] for body in sections.values() for line in body.splitlines() if line.startswith("@@missing ")]
     gpus, gpu_source = _gpus(sections, where)
@@ -123,9 +214,10 @@ def parse_output(text: str, *, where: str, options: HostOptions) -> HostFacts:
     visible = next((line.split("=", 1)[1] for line in sections.get("visible", "").splitlines() if line.startswith("CUDA_VISIBLE_DEVICES=")), None)
     launch, launch_source = _launch_command(sections, pid, where)
     systemd = _key_values(sections.get("systemd", ""))
-    lines, log_source = _logs(sections.get("logs"), options.logs, where)
+    lines, log_source, warnings = _logs(sections.get("logs"), options.logs, where)
     # ANSI colours and carriage-return residue go; secrets are redacted before anything keeps them.
     lines = [redact_log_line(clean_line(line)) for line in lines]
+    warnings = [redact_log_line(w) for w in warnings] + _port_warning(lines, options.port)
     return HostFacts(
         gpus=gpus,
         gpu_source=gpu_source,
@@ -137,6 +229,7 @@ def parse_output(text: str, *, where: str, options: HostOptions) -> HostFacts:
         invocation_id=systemd.get("InvocationID") or None,
         log_lines=lines,
         log_source=log_source,
+        log_warnings=warnings,
         missing_tools=sorted(set(missing)),
         where=where,
     )
@@ -222,23 +315,87 @@ def _key_values(body: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in body.splitlines() if "=" in line and not line.startswith("@@"))
 
 
-def _logs(body: str | None, source: LogSource | None, where: str) -> tuple[list[str], str | None]:
+# What to do when a log source's tool is not on the host.
+_INSTEAD = {
+    "journalctl": "read the log another way, e.g. --sglang-logs file:PATH or cmd:COMMAND",
+    "docker": "install it, or read the log another way, e.g. --sglang-logs file:PATH or cmd:COMMAND",
+    "kubectl": "reach the pod from a host that has kubectl, or give --sglang-logs cmd:COMMAND",
+    "tac": "give --sglang-logs cmd:COMMAND that prints the log (e.g. cmd:cat PATH)",
+    "awk": "give --sglang-logs cmd:COMMAND that prints the log (e.g. cmd:cat PATH)",
+}
+_FILE_PROBLEMS = {
+    "@@log-no-file": "no such file (give the path of the SGLang log on that host)",
+    "@@log-directory": "a directory, not a file (give the path of the SGLang log file)",
+    "@@log-unreadable": "the file is not readable by the user the plugin runs as there (give that user read permission, or give another path)",
+}
+_FAILED_COMMAND = {"docker": "docker logs", "kubectl": "kubectl logs", "cmd": "the command"}
+
+
+def _logs(body: str | None, source: LogSource | None, where: str) -> tuple[list[str], str | None, list[str]]:
+    """(lines, where they came from, warnings); a source that cannot be read raises TargetError."""
     if body is None or source is None:
-        return [], None
+        return [], None, []
     lines = body.splitlines()
-    label = f"{source} on {where}"
-    if lines and lines[0].startswith("@@invocation "):
-        label = f"{source} on {where}, invocation {lines[0].split(' ', 1)[1]}"
-        return _journal_messages(lines[1:]), label
-    if lines and lines[0] == "@@no-invocation-id":
-        return current_run(_journal_messages(lines[1:])), f"{source} on {where}, from the last start-up"
-    if lines and lines[0] == "@@reversed":
-        return list(reversed(lines[1:])), f"{source} on {where}, from the last start-up"
-    if lines and lines[0].startswith("@@unreadable"):
-        return [], f"{source} on {where}: not readable"
-    if source.kind == "docker":
-        return lines, f"{source} on {where}, since the container started"
-    return current_run(lines), label
+    first = lines[0] if lines else ""
+    shown = redact_log_line(str(source))
+
+    def error(problem: str) -> TargetError:
+        return TargetError(f"--sglang-logs {shown} on {where}: {problem}")
+
+    if first.startswith("@@log-missing-tool "):
+        tool = first.split(" ", 1)[1].strip()
+        raise error(f"{tool} is not installed there (or not on the PATH of a non-interactive shell): {_INSTEAD.get(tool, 'install it')}")
+    if first in _FILE_PROBLEMS:
+        raise error(_FILE_PROBLEMS[first])
+    if first == "@@log-docker-inspect":
+        said = _one_line(next((line for line in lines[1:] if line.strip()), "no output"))
+        raise error(f"docker inspect failed: {said} (is the container name right, and may that user use docker?)")
+    warnings: list[str] = []
+    if lines and lines[-1].startswith("@@log-failed "):
+        _, code, last = (lines.pop().split(" ", 2) + [""])[:3]
+        what = f"{_FAILED_COMMAND.get(source.kind, 'the command')} failed (exit {code}{': ' + _one_line(last) if last.strip() else ''})"
+        if not lines[1:]:  # nothing but the marker line
+            raise error(what)
+        warnings.append(f"--sglang-logs {shown} on {where}: {what}; the lines it printed before are used")
+    label = f"{shown} on {where}"
+    if first.startswith("@@invocation "):
+        return _journal(lines[1:], error), f"{label}, invocation {first.split(' ', 1)[1]}", warnings
+    if first == "@@no-invocation-id":
+        return current_run(_journal(lines[1:], error)), f"{label}, from the last start-up", warnings
+    if first == "@@reversed":
+        return list(reversed(lines[1:])), f"{label}, from the last start-up", warnings
+    if first == "@@since-start":
+        return lines[1:], f"{label}, since the container started", warnings
+    if first == "@@output":
+        return current_run(lines[1:]), label, warnings
+    return current_run(lines), label, warnings
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(redact_log_line(clean_line(text)).split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _journal(rows: list[str], error: Callable[[str], TargetError]) -> list[str]:
+    messages = _journal_messages(rows)
+    if not messages:
+        notes = " ".join(row for row in rows if not row.startswith("{"))
+        if "insufficient permissions" in notes:
+            raise error("the journal is not readable by the user the plugin runs as there (add it to the systemd-journal or adm group)")
+        if "without pattern matching" in notes:
+            raise error("journalctl there cannot --grep (built without pattern matching): give --sglang-logs cmd:journalctl -u UNIT -o cat")
+    return messages
+
+
+def _port_warning(lines: list[str], port: int | None) -> list[str]:
+    """A start-up line for another port than the target's: the log is likely another server's."""
+    if port is None or not lines:
+        return []
+    startup = SGLangLogs(source="log", lines=lines).startup_line
+    logged = startup.fields.get("port") if startup is not None else None
+    if isinstance(logged, int) and not isinstance(logged, bool) and logged != port:
+        return [f"the log's start-up line is for port {logged}, not the target's port {port}: --sglang-logs may point at another server's log"]
+    return []
 
 
 def _journal_messages(rows: list[str]) -> list[str]:
