@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import time
+import uuid
+
 import pytest
 
 from support import artefact
-from pytest_sglang.host import HostOptions, collect_host
+from pytest_sglang.errors import TargetError
+from pytest_sglang.host import HostOptions, collect_host, parse_output
 from pytest_sglang.logs import LogSource
 from pytest_sglang.shell.local import LocalShell
 
@@ -55,7 +62,8 @@ def test_hostile_names_are_data_never_run(tmp_path, monkeypatch, unit, logs):
         unit=unit.format(marker="pwned") if unit else None,
         logs=LogSource.parse(logs.format(marker="pwned")) if logs else None,
     )
-    collect_host(LocalShell(), options, where="local")
+    with contextlib.suppress(TargetError):  # no such file, unit or pod: an error, and nothing ran
+        collect_host(LocalShell(), options, where="local")
     assert not marker.exists()
 
 
@@ -65,10 +73,132 @@ def test_missing_tools_are_named_not_fatal(two_runs):
     assert facts.gpus == []
 
 
-def test_an_unreadable_log_file_is_reported(tmp_path):
-    facts = collect_host(LocalShell(), HostOptions(logs=LogSource.parse(f"file:{tmp_path}/missing.log")), where="local")
-    assert facts.log_lines == []
-    assert facts.log_source == f"file:{tmp_path}/missing.log on local: not readable"
+def test_a_log_file_named_with_a_quote_and_a_space_gives_its_lines(tmp_path):
+    log = tmp_path / "bob's sglang.log"
+    log.write_text(artefact("server.log"))
+    facts = collect_host(LocalShell(), HostOptions(logs=LogSource.parse(f"file:{log}")), where="local")
+    assert sum("server_args=" in line for line in facts.log_lines) == 1
+    assert any("max_total_num_tokens=" in line for line in facts.log_lines)
+    assert facts.log_source == f"file:{log} on local, from the last start-up"
+
+
+def _path_without(tmp_path, *tools: str) -> str:
+    """A PATH of links to every program on this PATH except ``tools``."""
+    bin_dir = tmp_path / "path-without"
+    bin_dir.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(folder):
+            continue
+        for entry in os.scandir(folder):
+            if entry.name not in tools and not (bin_dir / entry.name).exists():
+                (bin_dir / entry.name).symlink_to(entry.path)
+    return str(bin_dir)
+
+
+def _fake_tool(tmp_path, monkeypatch, tool: str, script: str) -> None:
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / tool).write_text("#!/bin/sh\n" + script)
+    (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def _logs_error(source: str, **options) -> str:
+    with pytest.raises(TargetError) as info:
+        collect_host(LocalShell(), HostOptions(logs=LogSource.parse(source), **options), where="local")
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_a_missing_log_file_is_an_error_naming_it_not_empty_logs():
+    assert _logs_error("file:/nonexistent.log") == (
+        "--sglang-logs file:/nonexistent.log on local: no such file (give the path of the SGLang log on that host)"
+    )
+
+
+def test_a_directory_as_log_file_is_an_error(tmp_path):
+    assert _logs_error(f"file:{tmp_path}") == (
+        f"--sglang-logs file:{tmp_path} on local: a directory, not a file (give the path of the SGLang log file)"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_log_file_is_an_error(tmp_path):
+    log = tmp_path / "sglang.log"
+    log.write_text("x\n")
+    log.chmod(0)
+    assert "the file is not readable by the user the plugin runs as there" in _logs_error(f"file:{log}")
+
+
+def test_an_unreadable_log_file_marker_is_an_error():
+    """What the script says when [ -r ] fails (this test may run as root, who reads anything)."""
+    text = "\n@@pytest-sglang:logs@@\n@@log-unreadable\n"
+    with pytest.raises(TargetError, match=r"^--sglang-logs file:/var/log/sglang.log on ssh://gpu1: the file is not readable by the user"):
+        parse_output(text, where="ssh://gpu1", options=HostOptions(logs=LogSource.parse("file:/var/log/sglang.log")))
+
+
+@pytest.mark.parametrize(
+    "source, tool, message",
+    [
+        ("docker:sglang", "docker", "docker is not installed there (or not on the PATH of a non-interactive shell): install it, or read the log another way"),
+        ("journald:sglang.service", "journalctl", "journalctl is not installed there (or not on the PATH of a non-interactive shell): read the log another way"),
+        ("kubectl:serving/sglang-0", "kubectl", "kubectl is not installed there (or not on the PATH of a non-interactive shell): reach the pod from a host that has kubectl"),
+        ("file:/var/log/sglang.log", "tac", "tac is not installed there (or not on the PATH of a non-interactive shell): give --sglang-logs cmd:COMMAND"),
+    ],
+)
+def test_a_log_source_whose_tool_is_missing_is_an_error_naming_the_tool(tmp_path, monkeypatch, source, tool, message):
+    monkeypatch.setenv("PATH", _path_without(tmp_path, tool))
+    assert _logs_error(source).startswith(f"--sglang-logs {source} on local: {message}")
+
+
+def test_a_container_docker_cannot_inspect_is_an_error_with_dockers_words(tmp_path, monkeypatch):
+    _fake_tool(tmp_path, monkeypatch, "docker", 'for a; do last=$a; done; echo "Error: No such container: $last" >&2; exit 1\n')
+    assert _logs_error("docker:sglang") == (
+        "--sglang-logs docker:sglang on local: docker inspect failed: Error: No such container: sglang "
+        "(is the container name right, and may that user use docker?)"
+    )
+
+
+def test_a_failing_log_command_is_an_error_with_its_last_words(tmp_path, monkeypatch):
+    _fake_tool(tmp_path, monkeypatch, "kubectl", 'echo \'Error from server (NotFound): pods "sglang-0" not found\' >&2; exit 1\n')
+    assert _logs_error("kubectl:serving/sglang-0") == (
+        '--sglang-logs kubectl:serving/sglang-0 on local: kubectl logs failed (exit 1: Error from server (NotFound): pods "sglang-0" not found)'
+    )
+    assert _logs_error("cmd:no-such-program-here") .startswith(
+        "--sglang-logs cmd:no-such-program-here on local: the command failed (exit 127: "
+    )
+
+
+def test_a_log_command_that_fails_after_printing_start_up_lines_keeps_them_with_a_warning(tmp_path):
+    log = tmp_path / "sglang.log"
+    log.write_text(artefact("server.log"))
+    facts = collect_host(LocalShell(), HostOptions(logs=LogSource.parse(f"cmd:cat '{log}'; echo; echo broken pipe; exit 3")), where="local")
+    assert any("server_args=" in line for line in facts.log_lines)
+    assert facts.log_warnings == [f"--sglang-logs cmd:cat '{log}'; echo; echo broken pipe; exit 3 on local: the command failed (exit 3: broken pipe); the lines it printed before are used"]
+
+
+def test_a_log_of_another_port_is_flagged(two_runs):
+    source = LogSource.parse(f"file:{two_runs}")
+    facts = collect_host(LocalShell(), HostOptions(logs=source, port=30001), where="local")
+    assert facts.log_warnings == [
+        "the log's start-up line is for port 30000, not the target's port 30001: --sglang-logs may point at another server's log"
+    ]
+    assert collect_host(LocalShell(), HostOptions(logs=source, port=30000), where="local").log_warnings == []
+
+
+def _running(marker: str) -> list[str]:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+
+
+def test_a_hung_command_is_killed_with_everything_it_started_at_the_timeout():
+    marker = f"sleep 300.{uuid.uuid4().int % 10**9}"  # one process, unique to this test
+    options = HostOptions(logs=LogSource.parse(f"cmd:{marker} & {marker}"), timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(TargetError, match=r"^a command on the local host did not finish within 1s \(--sglang-command-timeout\)$"):
+        collect_host(LocalShell(), options, where="local")
+    assert time.monotonic() - started < 10
+    assert _running(marker) == []
 
 
 LOG_SUITE = """
@@ -84,6 +214,24 @@ def test_the_sglang_logs_fixture_through_the_local_shell(pytester, canned, real_
     pytester.makepyfile(LOG_SUITE)
     result = pytester.runpytest("--sglang-host", server.url, "--sglang-ssh", "local", "--sglang-logs", f"file:{two_runs}")
     result.assert_outcomes(passed=1)
+
+
+def test_a_log_file_named_bobs_sglang_log_through_the_local_shell(pytester, canned, real_server_info, real_model_info, tmp_path):
+    log = tmp_path / "bob's sglang.log"
+    log.write_text(artefact("server.log"))
+    server = canned().serve_sglang(real_server_info, real_model_info)
+    pytester.makepyfile(LOG_SUITE)
+    result = pytester.runpytest("--sglang-host", server.url, "--sglang-ssh=local", f"--sglang-logs=file:{log}")
+    result.assert_outcomes(passed=1)
+
+
+def test_a_log_source_that_injects_a_command_runs_nothing_and_is_one_error_line(pytester, canned, real_server_info, real_model_info):
+    server = canned().serve_sglang(real_server_info, real_model_info)
+    pytester.makepyfile(LOG_SUITE)
+    result = pytester.runpytest("--sglang-host", server.url, "--sglang-ssh=local", "--sglang-logs=file:/nope'; touch PWNED; echo '")
+    assert not (pytester.path / "PWNED").exists()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*--sglang-logs file:/nope'; touch PWNED; echo ' on local: no such file (give the path of the SGLang log on that host)*"])
 
 
 def test_log_options_without_host_access_are_one_line(pytester, canned, real_server_info, real_model_info):
@@ -116,8 +264,8 @@ def test_without_logs_the_fixtures_skip_saying_what_to_give(pytester, canned, re
     result.stdout.fnmatch_lines(
         [
             "*no logs for * give --sglang-logs journald:UNIT|file:PATH|*",
-            "*the launch command of * is unknown: SGLang before 0.5.20 does not report it; give --sglang-ssh*",
-            "*no GPU facts for * give --sglang-ssh so nvidia-smi can be read (or --sglang-sm)*",
+            "*the launch command of * is unknown: *give --sglang-ssh*",
+            "*no GPU facts for * give --sglang-ssh*so nvidia-smi can be read*--sglang-sm*",
         ],
         consecutive=False,
     )

@@ -305,16 +305,74 @@ def test_an_unauthorized_key_in_the_agent_is_one_line(clean_test_host, ssh_agent
     assert "\n" not in message and "refused" in message and "ssh-agent" in message
 
 
+def _running(marker: str) -> list[str]:
+    """Process ids whose command line holds ``marker`` (the test host is this machine)."""
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+
+
+def _gone(marker: str, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while _running(marker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def test_a_command_that_hangs_is_cut_off(clean_test_host):
     host = clean_test_host
-    _fake(host, "nvidia-smi", "sleep 30\n")
+    _fake(host, "nvidia-smi", "sleep 30.417\n")
     try:
         shell = shell_for(host)
-        with pytest.raises(TargetError, match=r"a command on 127.0.0.1 did not finish within 1s \(--sglang-command-timeout\)"):
+        with pytest.raises(TargetError, match=r"^a command on 127.0.0.1 did not finish within 1s \(--sglang-command-timeout\)$"):
             collect_host(shell, HostOptions(unit=host.unit, timeout=1.0), where=shell.name)
         shell.close()
+        assert _gone("sleep 30.417")
     finally:
         host.reset()
+
+
+@pytest.mark.parametrize("timeout_tool", [True, False], ids=["timeout-utility", "watchdog"])
+def test_a_hung_log_command_is_killed_on_the_host_at_the_timeout(clean_test_host, timeout_tool):
+    """Closing the channel does not stop a remote command (no pty): the host ends it itself,
+    with the timeout utility, or without it with a watchdog that kills the session's processes."""
+    host = clean_test_host
+    if not timeout_tool:
+        host.remove_tool("timeout")
+        assert host.ssh("command -v timeout").returncode != 0
+    marker = "sleep 300.123"
+    assert _running(marker) == []
+    shell = shell_for(host)
+    started = time.monotonic()
+    with pytest.raises(TargetError) as info:
+        collect_host(shell, HostOptions(logs=LogSource.parse(f"cmd:{marker}"), timeout=2.0), where=shell.name)
+    elapsed = time.monotonic() - started
+    shell.close()
+    assert str(info.value) == "a command on 127.0.0.1 did not finish within 2s (--sglang-command-timeout)"
+    assert 2.0 <= elapsed < 10
+    # Killed by the host at the timeout, before the error came back: nothing to wait for.
+    assert _running(marker) == []
+
+
+@pytest.mark.parametrize(
+    "source, tool, message",
+    [
+        ("journald:sglang.service", "journalctl", "journalctl is not installed there (or not on the PATH of a non-interactive shell): read the log another way"),
+        ("docker:sglang", "docker", "docker is not installed there"),
+        ("kubectl:serving/sglang-0", "kubectl", "kubectl is not installed there"),
+        ("file:/var/log/sglang.log", "tac", "tac is not installed there"),
+        ("file:/nonexistent.log", None, "no such file (give the path of the SGLang log on that host)"),
+    ],
+)
+def test_a_log_source_that_cannot_be_read_over_ssh_is_one_error_line(clean_test_host, source, tool, message):
+    host = clean_test_host
+    if tool:
+        host.remove_tool(tool)
+    shell = shell_for(host)
+    with pytest.raises(TargetError) as info:
+        collect_host(shell, HostOptions(unit=host.unit, logs=LogSource.parse(source)), where=shell.name)
+    shell.close()
+    assert str(info.value).startswith(f"--sglang-logs {source} on {shell.name}: {message}")
 
 
 def test_an_old_driver_without_compute_cap_uses_the_name_table(clean_test_host):
@@ -381,9 +439,9 @@ def _fake(host, tool: str, script: str) -> None:
             "docker",
             'echo "docker $*" >> "$HOME/.docker-calls"\n'
             'case "$1" in inspect) echo 2026-12-02T10:00:00.123456789Z;; logs) cat "$LOG";; *) exit 1;; esac\n',
-            "docker logs --since 2026-12-02T10:00:00.123456789Z sglang-server",
+            "docker logs --since 2026-12-02T10:00:00.123456789Z -- sglang-server",
         ),
-        ("kubectl:serving/sglang-0/server", "kubectl", 'echo "kubectl $*" >> "$HOME/.docker-calls"\ncat "$LOG"\n', "kubectl logs -n serving sglang-0 -c server"),
+        ("kubectl:serving/sglang-0/server", "kubectl", 'echo "kubectl $*" >> "$HOME/.docker-calls"\ncat "$LOG"\n', "kubectl logs -n serving -c server -- sglang-0"),
         ("cmd:cat \"$LOG\"", None, None, None),
     ],
     ids=["docker", "kubectl", "cmd"],

@@ -56,6 +56,8 @@ SERVER_ARGS_TEMPLATE = Path(__file__).resolve().parent.parent / "pytest_sglang" 
 SSHD = Path("/usr/sbin/sshd")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 FAKE_TOOLS = ("nvidia-smi", "systemctl", "journalctl")
+# Programs of this machine that remove_tool can hide from SSH sessions too (a host without docker...).
+SYSTEM_TOOLS = ("docker", "kubectl", "tac", "timeout")
 UNIT = "sglang.service"
 OTHER_UNIT = "other.service"
 MODEL = "Qwen/Qwen3.5-122B-A10B"
@@ -268,22 +270,24 @@ class TestHost:
     def remove_tool(self, tool: str) -> None:
         """Make ``tool`` missing for SSH commands (``command -v`` fails, running it gives exit 127).
 
-        For a tool that also exists in /usr/bin here (systemctl, journalctl), SSH sessions get
-        PATH=<bin_dir>:<root>/sysbin, a folder of links to /usr/local/bin, /usr/bin and /bin without
-        the removed tools, until ``restore_tool``/``reset``.
+        For a tool that also exists in /usr/bin here (systemctl, journalctl, and the machine's own
+        ``SYSTEM_TOOLS``: docker, kubectl, tac, timeout), SSH sessions get PATH=<bin_dir>:<root>/sysbin,
+        a folder of links to /usr/local/bin, /usr/bin and /bin without the removed tools, until
+        ``restore_tool``/``reset``.
         """
-        if tool not in FAKE_TOOLS:
-            raise ValueError(f"unknown tool {tool!r}; the fake tools are {', '.join(FAKE_TOOLS)}")
+        if tool not in FAKE_TOOLS + SYSTEM_TOOLS:
+            raise ValueError(f"unknown tool {tool!r}; removable tools are {', '.join(FAKE_TOOLS + SYSTEM_TOOLS)}")
         (self.bin_dir / tool).unlink(missing_ok=True)
         self._removed().add(tool)
         self._write_session_path()
 
     def restore_tool(self, tool: str) -> None:
-        if tool not in FAKE_TOOLS:
-            raise ValueError(f"unknown tool {tool!r}; the fake tools are {', '.join(FAKE_TOOLS)}")
-        dest = self.bin_dir / tool
-        shutil.copy2(self.root / "fake" / "originals" / tool, dest)
-        dest.chmod(0o755)
+        if tool not in FAKE_TOOLS + SYSTEM_TOOLS:
+            raise ValueError(f"unknown tool {tool!r}; removable tools are {', '.join(FAKE_TOOLS + SYSTEM_TOOLS)}")
+        if tool in FAKE_TOOLS:
+            dest = self.bin_dir / tool
+            shutil.copy2(self.root / "fake" / "originals" / tool, dest)
+            dest.chmod(0o755)
         self._removed().discard(tool)
         self._write_session_path()
 
@@ -302,7 +306,7 @@ class TestHost:
     def reset(self) -> None:
         """Undo every run-time change (outputs, removed tools, unit properties) and empty the logs."""
         self.clear_output()
-        for tool in FAKE_TOOLS:
+        for tool in FAKE_TOOLS + SYSTEM_TOOLS:
             self.restore_tool(tool)
         units = self.root / "fake" / "systemctl" / "units"
         for pristine in units.glob("*.props.orig"):

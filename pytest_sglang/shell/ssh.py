@@ -8,7 +8,6 @@ import base64
 import hashlib
 import os
 import select
-import shlex
 import socket
 import time
 from dataclasses import dataclass
@@ -16,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, TargetError
-from . import CommandResult
+from . import CommandResult, bounded_command
 
 DEFAULT_CONFIG = Path("~/.ssh/config")
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
+_GRACE = 5.0  # seconds past the timeout to wait for the host's own kill (see SSHShell.run)
 
 
 def fingerprint(key: Any) -> str:
@@ -206,15 +206,20 @@ class SSHShell:
 
     # ---- commands ------------------------------------------------------------------------
     def run(self, script: str, *, timeout: float) -> CommandResult:
-        """Run a POSIX sh script; the whole of it, output included, within ``timeout``."""
+        """Run a POSIX sh script; the whole of it, output included, within ``timeout``.
+
+        The host ends the script itself at ``timeout`` (see :func:`bounded_command`): closing
+        the channel alone would leave a hung command running there."""
         client = self.connect()
         self.round_trips += 1
         transport = client.get_transport()
         channel = transport.open_session(timeout=self.connect_timeout)
+        started = time.monotonic()
         # Always through sh, whatever the login shell of the remote user is.
-        channel.exec_command("sh -c " + shlex.quote(script))
+        channel.exec_command(bounded_command(script, timeout))
         out, err = bytearray(), bytearray()
-        deadline = time.monotonic() + timeout
+        # The host's own kill comes first; the grace covers its kill-after and the way back.
+        deadline = started + timeout + _GRACE
         try:
             while True:
                 while channel.recv_ready():
@@ -225,12 +230,17 @@ class SSHShell:
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise TargetError(f"a command on {self.resolved.host} did not finish within {timeout:g}s (--sglang-command-timeout)")
+                    raise self._timed_out(timeout)
                 select.select([channel], [], [], min(remaining, 1.0))
             status = channel.recv_exit_status()
         finally:
             channel.close()
+        if time.monotonic() - started >= timeout:  # ended by the host's kill, or just too late
+            raise self._timed_out(timeout)
         return CommandResult(status, out.decode(errors="replace"), err.decode(errors="replace"))
+
+    def _timed_out(self, timeout: float) -> TargetError:
+        return TargetError(f"a command on {self.resolved.host} did not finish within {timeout:g}s (--sglang-command-timeout)")
 
     def close(self) -> None:
         if self._client is not None:
