@@ -225,13 +225,18 @@ def test_a_log_file_named_bobs_sglang_log_through_the_local_shell(pytester, cann
     result.assert_outcomes(passed=1)
 
 
-def test_a_log_source_that_injects_a_command_runs_nothing_and_is_one_error_line(pytester, canned, real_server_info, real_model_info):
+@pytest.mark.parametrize("where", ["option", "spec"])
+def test_a_log_source_that_injects_a_command_runs_nothing_and_is_one_error_line(pytester, canned, real_server_info, real_model_info, where):
     server = canned().serve_sglang(real_server_info, real_model_info)
     pytester.makepyfile(LOG_SUITE)
-    result = pytester.runpytest("--sglang-host", server.url, "--sglang-ssh=local", "--sglang-logs=file:/nope'; touch PWNED; echo '")
+    hostile = "file:/nope'; touch PWNED; echo '"
+    if where == "option":
+        result = pytester.runpytest("--sglang-host", server.url, "--sglang-ssh=local", f"--sglang-logs={hostile}")
+    else:
+        result = pytester.runpytest("--sglang-host", f"{server.url}?ssh=local&logs={hostile}")
     assert not (pytester.path / "PWNED").exists()
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*--sglang-logs file:/nope'; touch PWNED; echo ' on local: no such file (give the path of the SGLang log on that host)*"])
+    result.stdout.fnmatch_lines([f"*--sglang-logs {hostile} on local: no such file (give the path of the SGLang log on that host)*"])
 
 
 def test_log_options_without_host_access_are_one_line(pytester, canned, real_server_info, real_model_info):
