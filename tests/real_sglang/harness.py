@@ -73,7 +73,7 @@ def ensure_environment(log=progress.say) -> Path:  # type: ignore[no-untyped-def
     if marker.exists() and marker.read_text() == RECIPE and python().exists():
         return python()
     started = time.monotonic()
-    where = f"installing SGLang {SGLANG_VERSION} for CPU into {progress.shown(VENV)} (once, about a minute, 2.6 GB)"
+    where = f"installing SGLang {SGLANG_VERSION} for CPU into {progress.shown(VENV)} (once, 2.6 GB)"
 
     def step(n: int, what: str) -> None:
         log(f"{where}: step {n}/4 {what}")
