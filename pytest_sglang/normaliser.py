@@ -144,7 +144,8 @@ def _normalise(facts: Facts) -> Snapshot:
 
     version = info.get("version") or (loads or {}).get("version")
     launch_command, launch_source = _launch(info, where_si, host)
-    requested = parse_launch_command(launch_command, sglang_version=str(version) if version else None) if launch_command else None
+    # A version the server reports is read with the nearest flag table (and says so), never refused.
+    requested = parse_launch_command(launch_command, sglang_version=str(version) if version else None, strict_version=False) if launch_command else None
 
     def asked(name: str, fallback: str | None = None) -> tuple[Any, str] | None:
         """What was requested for a field: the launch command, else the reported argument."""

@@ -137,6 +137,7 @@ class SGLangPlugin:
 
         # Keys named by ?api_key_env= are secrets from the start, whatever later prints them.
         register(*(os.environ.get(spec.options["api_key_env"], "") for spec in specs if "api_key_env" in spec.options))
+        register(*(secret for spec in specs for secret in spec.secrets))
         sm_text = _option(config, "sglang_sm")
         try:
             sm = sm_from_capability(sm_text) if sm_text else None

@@ -13,7 +13,7 @@ import shlex
 from typing import Any, Iterable
 
 from ._argv import ENV_ASSIGNMENT, option_like
-from .secrets import REDACTED, register
+from .secrets import REDACTED, note_found
 from .secrets import scrub as _scrub
 
 
@@ -120,14 +120,15 @@ def _secret_strings(data: Any) -> list[str]:
 def redact_mapping(data: Any) -> Any:
     """Deep copy of JSON-like data with secret fields and launch commands redacted.
 
-    The values of secret fields are registered as known secrets and removed from every other
+    The values of secret fields are noted as found secrets (see
+    :func:`pytest_sglang.secrets.collecting`) and removed from every other
     string of the same data too: SGLang joins ``launch_command`` unquoted, so a key with spaces
     (``--api-key horse battery``) is only found whole through the ``api_key`` field beside it.
     Data nested deeper than :data:`MAX_DEPTH` is refused with :class:`TooDeep`."""
     if nesting_depth(data) > MAX_DEPTH:
         raise TooDeep(f"JSON nested deeper than {MAX_DEPTH} levels")
     known = _secret_strings(data)
-    register(*known)
+    note_found(*known)
     return _redacted(data, known)
 
 
@@ -154,7 +155,7 @@ def _redacted(data: Any, known: list[str]) -> Any:
 def redact_command(command: str, _depth: int = 0) -> str:
     """Redact secret flag values in a command line: ``--api-key X``, ``--api-key=X``, ``HF_TOKEN=X``,
     also inside a word that is itself a command (``bash -c "... --api-key X"``). Each value
-    removed is registered as a known secret, so it is scrubbed wherever else it shows up."""
+    removed is noted as a found secret, so it is scrubbed wherever else it shows up."""
     try:
         words = shlex.split(command, posix=True)
     except ValueError:
@@ -163,10 +164,10 @@ def redact_command(command: str, _depth: int = 0) -> str:
     out: list[str] = []
     for i, word in enumerate(words):
         if i in secret:
-            register(word.partition("=")[2] if secret[i] else word)
+            note_found(word.partition("=")[2] if secret[i] else word)
             out.append(f"{word.partition('=')[0]}={REDACTED}" if secret[i] else REDACTED)
         elif ENV_ASSIGNMENT.match(word) and is_secret_env(word.partition("=")[0]):
-            register(word.partition("=")[2])
+            note_found(word.partition("=")[2])
             out.append(f"{word.partition('=')[0]}={REDACTED}")
         elif _depth < 3 and len(word.split()) > 1 and ("-" in word or "=" in word):
             out.append(_Embedded(redact_command(word, _depth + 1)))  # sh -c "...", a wrapper's argument

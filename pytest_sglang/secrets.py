@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import Any, Iterable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterable, Iterator
 from urllib.parse import quote, quote_plus
 
 REDACTED = "<redacted>"
@@ -91,6 +93,31 @@ SECRETS = Registry()
 def register(*values: Any) -> None:
     """Make these values secrets for every later :func:`scrub`."""
     SECRETS.add(*values)
+
+
+# Secrets the redactor finds in what a target sends (its own api key in /server_info, a key in
+# its launch command) are noted in the collection under way, and registered once the target is
+# read: redacting text outside a collection (a script, a property test) registers nothing.
+_FOUND: ContextVar[set[str] | None] = ContextVar("pytest_sglang_found_secrets", default=None)
+
+
+def note_found(*values: Any) -> None:
+    """A secret the redactor removed: kept for the collection under way, if any."""
+    found = _FOUND.get()
+    if found is not None:
+        found.update(v for v in values if isinstance(v, str) and len(v.strip()) >= MIN_LENGTH and REDACTED not in v)
+
+
+@contextmanager
+def collecting() -> Iterator[set[str]]:
+    """Gather the secrets found while a target is collected; they are registered on the way out."""
+    found: set[str] = set()
+    token = _FOUND.set(found)
+    try:
+        yield found
+    finally:
+        _FOUND.reset(token)
+        register(*found)
 
 
 def scrub(text: str, extra: Iterable[str] = ()) -> str:

@@ -48,6 +48,11 @@ class HostSpec:
         return dict(self.query)
 
     @property
+    def secrets(self) -> list[str]:
+        """The keys the spec itself carries (a simulator's ``?api_key=``), to be scrubbed."""
+        return [value for key, value in self.query if key in SECRET_QUERY_KEYS and value]
+
+    @property
     def is_simulated(self) -> bool:
         return self.scheme == "sim"
 
@@ -90,9 +95,6 @@ def parse_spec(text: str) -> HostSpec:
     raw = text.strip()
     if not raw:
         raise SpecError("empty --sglang-host: give http://HOST:PORT or sim://PROFILE")
-    from .secrets import register
-
-    register(*(v for k, v in parse_qsl(raw.partition("?")[2], keep_blank_values=True) if k in SECRET_QUERY_KEYS))
     if "://" not in raw:
         bare = raw.split("?", 1)[0]
         hint = f"http://{bare}" if re.match(r"^[\w.-]+:\d+$", bare) else "http://HOST:PORT"

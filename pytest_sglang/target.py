@@ -25,7 +25,7 @@ from .logs import LogSource, SGLangLogs
 from .models import Effective, ModelInfo, ServerArgs
 from .normaliser import Snapshot, normalise
 from .options import TargetOptions
-from .secrets import register
+from .secrets import collecting, register
 from .spec import HostSpec, check_host_name, parse_spec, verify_setting
 
 
@@ -82,8 +82,10 @@ class Target:
         :class:`~pytest_sglang.errors.SGLangError` naming the target: this is the one boundary
         between what a host sends and the caller (a pytest run keeps going with other hosts)."""
         spec = parse_spec(spec) if isinstance(spec, str) else spec
+        register(*spec.secrets)
         try:
-            return cls._open(spec, options or TargetOptions())
+            with collecting():
+                return cls._open(spec, options or TargetOptions())
         except SGLangError as exc:
             raise exc.with_traceback(None) from None
         except Exception as exc:  # anything a host's answers or a transport library raised

@@ -201,7 +201,9 @@ def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout(pytester, good
     try:
         pytester.makepyfile(TWO_TESTS)
         result = pytester.runpytest("--sglang-host", good.url, "--sglang-host", drip.url, "--sglang-timeout", "2")
-        one_line_error_for_that_host_only(result, drip.url, "did not finish its answer within 2s: raise --sglang-timeout")
+        # "did not finish its answer within 2s" (or, on a loaded machine where even the headers
+        # came late, "did not answer within 2s")
+        one_line_error_for_that_host_only(result, drip.url, "within 2s: raise --sglang-timeout")
         # 2 s at a byte per 0.2 s is about 10 bytes; the whole answer would have taken 60 s.
         assert drip.sent and max(drip.sent) < 60, drip.sent
     finally:
