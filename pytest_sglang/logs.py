@@ -65,6 +65,11 @@ ADJUSTMENT = re.compile(
     r"is incompatible with|is not supported|Spec v1 is used|Spec v2 is enabled|as attention backend|as MoE runner backend"
 )
 
+# Not SGLang's word on its configuration: a Python warning printed by the warnings module
+# ("/site-packages/x.py:223: UserWarning: Triton is not supported ..."), and the note an HTTP
+# handler prints when a client uses an old endpoint path.
+NOT_AN_ADJUSTMENT = re.compile(r"\.py:\d+: \w*Warning: |Endpoint '/[\w/]*' is deprecated")
+
 
 @dataclass(frozen=True)
 class LogSource:
@@ -148,7 +153,7 @@ class SGLangLogs:
     @property
     def adjustments(self) -> list[str]:
         """SGLang's messages about what it changed, disabled, reset or deprecated."""
-        return [clean_line(line) for line in self.lines if ADJUSTMENT.search(line)]
+        return [clean_line(line) for line in self.lines if ADJUSTMENT.search(line) and not NOT_AN_ADJUSTMENT.search(line)]
 
     @property
     def ready(self) -> bool:

@@ -303,7 +303,9 @@ def _host_access(spec: HostSpec, options: TargetOptions) -> tuple[Any, HostOptio
         unit=spec.options.get("unit") or options.unit,
         logs=LogSource.parse(logs_text) if logs_text else None,
         timeout=options.command_timeout,
-        port=spec.port or (443 if spec.scheme == "https" else 80),
+        # Only a port the spec names: behind a proxy on 80/443, SGLang's own port differs and
+        # neither the process lookup nor the log's port check can use the URL's.
+        port=spec.port,
     )
     if not ssh:
         if logs_text or host_options.unit:

@@ -314,3 +314,14 @@ def test_the_dict_era_simulated_log_parses_to_the_served_configuration(pytester)
         """
     )
     pytester.runpytest("--sglang-host", NEW).assert_outcomes(passed=1)
+
+
+def test_the_report_header_warns_when_the_log_is_for_another_port(pytester, two_runs, canned, real_server_info, real_model_info):
+    server = canned().serve_sglang(real_server_info, real_model_info)  # on a random port, not the log's 30000
+    pytester.makepyfile("def test_logs(sglang_logs):\n    assert sglang_logs.startup_line is not None\n")
+    result = pytester.runpytest("--sglang-host", server.url, "--sglang-ssh", "local", "--sglang-logs", f"file:{two_runs}")
+    result.assert_outcomes(passed=1)
+    port = server.url.rsplit(":", 1)[1]
+    result.stdout.fnmatch_lines(
+        [f"sglang: {server.url}: WARNING the log's start-up line is for port 30000, not the target's port {port}: --sglang-logs may point at another server's log"]
+    )

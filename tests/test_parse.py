@@ -176,3 +176,26 @@ def test_capacity_line_of_the_real_server(real_log):
         "available_cpu_mem": 21.75,
     }
 
+
+
+def test_adjustments_are_sglangs_own_messages_not_python_warnings(real_log):
+    from pytest_sglang.logs import SGLangLogs
+
+    adjustments = SGLangLogs(source="the real 0.5.23 log", lines=real_log.splitlines()).adjustments
+    # The real CPU log has UserWarnings that match the words ("is not supported") and the
+    # endpoint-deprecation notes of HTTP handlers: none is an adjustment of the configuration.
+    assert not [a for a in adjustments if "Warning:" in a or "Endpoint '" in a], adjustments
+    lines = [
+        "[2026-01-01 10:00:00] WARNING server_args.py:1200: Disable piecewise CUDA graph because the model is multimodal",
+        "/x/site-packages/sglang/kernels/ops/attention/fla/utils.py:223: UserWarning: Triton is not supported on current platform",
+        "/x/site-packages/fastapi/routing.py:10: FastAPIDeprecationWarning: on_event is deprecated",
+    ]
+    assert SGLangLogs(source="lines", lines=lines).adjustments == [lines[0]]
+
+
+@pytest.mark.parametrize("path", corpus_files("logs"), ids=lambda p: p.stem)
+def test_corpus_adjustments_carry_no_python_warning(path):
+    from pytest_sglang.logs import SGLangLogs
+
+    adjustments = SGLangLogs(source=path.name, lines=corpus_text(path).splitlines()).adjustments
+    assert not [a for a in adjustments if "Warning: " in a]
