@@ -173,18 +173,18 @@ class Drip:
             threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
 
     def _answer(self, conn: socket.socket) -> None:
-        sent = 0
+        self.sent.append(0)  # bytes of body sent on this connection so far, kept up to date
+        slot = len(self.sent) - 1
         try:
             conn.recv(65536)
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 300\r\n\r\n")
-            while sent < 300 and not self.stop.is_set():
+            while self.sent[slot] < 300 and not self.stop.is_set():
                 conn.sendall(b" ")
-                sent += 1
+                self.sent[slot] += 1
                 time.sleep(0.2)
         except OSError:
             pass
         finally:
-            self.sent.append(sent)
             conn.close()
 
     def close(self) -> None:

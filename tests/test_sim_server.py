@@ -291,7 +291,7 @@ def test_0_5_23_generate_stream_sends_timings_first_and_last(serve: Serve) -> No
 
 
 def test_0_5_23_generate_without_metrics_has_no_timings(serve: Serve) -> None:
-    """As the real 0.5.23 answer in the shared artefacts (generate_response.json) shows."""
+    """As the real 0.5.23 answer in the SGLang 0.5.23 artefacts (tests/data/artefacts) (generate_response.json) shows."""
     server_args = {**load_profile(QWEN_0523).server_args, "enable_metrics": False}
     meta = _generate_meta(serve(_with(QWEN_0523, server_args=server_args)).url, "hi", 2)
     assert set(meta) == META_0523 | FINISHED | {SENT}
