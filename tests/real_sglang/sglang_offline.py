@@ -11,10 +11,14 @@
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
+import inspect
 import json
 import logging
 import os
 import sys
+import textwrap
 
 os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "1")
 logging.disable(logging.WARNING)
@@ -49,13 +53,78 @@ def _kind(action: argparse.Action) -> str:
     return "store"
 
 
+def _converter_name(converter) -> str | None:  # noqa: ANN001
+    """The name a converter goes by in the table: its own ``__name__`` (``int``,
+    ``human_readable_int``, ``loads``, ``nullable_str``); a partial, ``functools.partial(NAME,
+    ARGS)``; a lambda, ``lambda ARGS: BODY`` as written; an instance, its class name."""
+    if converter is None:
+        return None
+    if isinstance(converter, functools.partial):
+        args = [_converter_name(converter.func) or "None", *map(repr, converter.args)]
+        args += [f"{k}={v!r}" for k, v in sorted(converter.keywords.items())]
+        return f"functools.partial({', '.join(args)})"
+    name = getattr(converter, "__name__", None)
+    if name == "<lambda>":
+        node = _lambda_node(converter)
+        return ast.unparse(node) if node is not None else f"<lambda of {converter.__qualname__}>"
+    if name is None:
+        return type(converter).__name__
+    return name
+
+
+def _lambda_node(function) -> ast.Lambda | None:  # noqa: ANN001
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # the source lines of a lambda inside a call: take the lambda alone
+        start = source.find("lambda")
+        for end in range(len(source), start, -1):
+            try:
+                tree = ast.parse(source[start:end].rstrip().rstrip(","), mode="eval")
+                break
+            except SyntaxError:
+                continue
+        else:
+            return None
+    lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+    code = function.__code__
+    for node in lambdas:  # the lambda whose arguments match
+        if [a.arg for a in node.args.args] == list(code.co_varnames[: code.co_argcount]):
+            return node
+    return lambdas[0] if lambdas else None
+
+
+def _converter_source(converter) -> str | None:  # noqa: ANN001
+    """What a converter does, as the release's own source (trimmed to the function); ``None``
+    for a Python builtin (``int``, ``str``, ``float``)."""
+    if converter is None or getattr(converter, "__module__", None) == "builtins":
+        return None
+    if isinstance(converter, functools.partial):
+        return _converter_source(converter.func)
+    module = getattr(converter, "__module__", None) or type(converter).__module__
+    name = getattr(converter, "__name__", None)
+    if not str(module).startswith("sglang"):
+        # The standard library (json.loads) or another package: named, not copied.
+        return f"{module}.{getattr(converter, '__qualname__', name or type(converter).__name__)} (not part of SGLang)"
+    if name == "<lambda>":
+        node = _lambda_node(converter)
+        return ast.unparse(node) if node is not None else None
+    target = converter if name is not None else type(converter)
+    try:
+        return textwrap.dedent(inspect.getsource(target)).rstrip() + "\n"
+    except (OSError, TypeError):
+        return None
+
+
 def _entry(action: argparse.Action) -> dict:
-    type_name = getattr(action.type, "__name__", None) if action.type is not None else None
     entry = {
         "flags": list(action.option_strings),
         "kind": _kind(action),
         "nargs": action.nargs if action.nargs not in (0,) else None,
-        "type": {"loads": "json", "human_readable_int": "int", "nullable_str": "str"}.get(type_name, type_name),
+        "type": _converter_name(action.type),
     }
     if action.choices:
         entry["choices"] = sorted(map(str, action.choices))
@@ -85,10 +154,14 @@ def cli_table() -> dict:
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
     fields: dict = {}
+    converters: dict = {}
     for action in parser._actions:
         if not action.option_strings or action.dest == "help":
             continue
         entry = _entry(action)
+        source = _converter_source(action.type)
+        if source is not None:
+            converters[entry["type"]] = source
         if action.dest in fields:
             fields[action.dest].setdefault("aliases", []).append(entry)
         else:
@@ -97,6 +170,9 @@ def cli_table() -> dict:
         "sglang_version": __version__,
         "source": "argparse table of sglang.srt.server_args.ServerArgs.add_cli_args, written by tests/real_sglang/sglang_offline.py cli-table",
         "fields": dict(sorted(fields.items())),
+        # Each converter a flag's value goes through (its name is the entry's "type"), as
+        # the release's own source; the builtins int, str and float are left out.
+        "converters": dict(sorted(converters.items())),
     }
 
 
