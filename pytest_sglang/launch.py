@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from decimal import Decimal
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -19,7 +20,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from packaging.version import Version
 
-from ._argv import ENV_ASSIGNMENT, NEGATIVE_NUMBER, option_like
+from ._argv import ENV_ASSIGNMENT, option_like
+from ._shell import ShellSyntaxError, simple_commands
 from .errors import SpecError
 from .redact import REDACTED, is_secret_env, is_secret_flag, is_secret_key, redact_command, scrub, secret_values
 from .versions import parse_version
@@ -37,6 +39,9 @@ class FlagTable:
     fields: dict[str, dict[str, Any]]
     by_flag: dict[str, str]
     actions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What the release's ConfigArgumentMerger computes from its parser: store_true keys and
+    # refused keys (with their action's class), when the table records them.
+    config: dict[str, Any] = field(default_factory=dict)
 
     def lookup(self, flag: str) -> tuple[str | None, str | None]:
         """(field, problem): exact spelling, else a unique prefix, as argparse matches."""
@@ -75,7 +80,7 @@ def flag_table(sglang_version: str | None = None) -> FlagTable:
             for flag in alias["flags"]:
                 by_flag[flag] = dest
                 actions[flag] = alias
-    return FlagTable(sglang_version=data["sglang_version"], fields=data["fields"], by_flag=by_flag, actions=actions)
+    return FlagTable(sglang_version=data["sglang_version"], fields=data["fields"], by_flag=by_flag, actions=actions, config=data.get("config") or {})
 
 
 def _knowledge_data() -> Any:
@@ -170,25 +175,38 @@ class LaunchCommand:
 
 
 def split_command(text: str) -> tuple[list[str], dict[str, str], list[str]]:
-    """Words of a command line (or a systemd unit), its environment, and problems found."""
+    """Words of a command line (or a systemd unit), its environment, and problems found.
+
+    Pasted shell text is read as a shell reads it (see :mod:`pytest_sglang._shell`): of the
+    simple commands in it, the one that runs SGLang is taken; ``export VAR=...`` before it and
+    ``VAR=...`` or ``env`` in front of it are its environment; redirections, pipes, ``;``,
+    ``&&``, a trailing ``&``, comments, backticks and a ``$`` prompt are not part of argv."""
     problems: list[str] = []
     env: dict[str, str] = {}
     if re.search(r"^\s*ExecStart\s*=", text, re.M):
         text, env = _from_systemd_unit(text, problems)
-    text = text.replace("```", " ")
-    text = re.sub(r"\\\r?\n", " ", text)
     try:
-        words = shlex.split(text, comments=False, posix=True)
-    except ValueError as exc:
+        commands = [command.words for command in simple_commands(text)]
+    except ShellSyntaxError as exc:
         problems.append(f"the command line has {exc} (unbalanced quotes?); read it word by word")
-        words = text.split()
+        commands = [text.replace("```", " ").split()]
+    chosen = next((i for i, words in enumerate(commands) if _entrypoint(words)[0] is not None), 0)
+    for words in commands[:chosen]:
+        if words and words[0] == "export":
+            env.update(_assignment(word) for word in words[1:] if ENV_ASSIGNMENT.match(word))
+    words = list(commands[chosen]) if commands else []
     # Leading VAR=value words and an 'env' prefix are the process environment.
     while words and (words[0] == "env" or ENV_ASSIGNMENT.match(words[0])):
         word = words.pop(0)
         if word != "env":
-            name, _, value = word.partition("=")
+            name, value = _assignment(word)
             env[name] = value
     return words, env, problems
+
+
+def _assignment(word: str) -> tuple[str, str]:
+    name, _, value = word.partition("=")
+    return name, value
 
 
 def _from_systemd_unit(text: str, problems: list[str]) -> tuple[str, dict[str, str]]:
@@ -264,14 +282,21 @@ def parse_launch_command(
         problems=problems,
         flag_table_version=table.sglang_version,
     )
-    config_path = _config_path(argv)
+    if entrypoint == "sglang serve":
+        argv = _serve_rewrites(argv, table, result)
+    config_path = _config_file(argv, result)
     if config_path is not None:
         result.config_file = config_path
         if config_loader is not None:
-            _apply(result, table, _config_words(config_loader(config_path), table, result), from_config=True)
+            mapping = _load_config(config_path, config_loader, result)
+            if mapping is not None:
+                _apply(result, table, _config_words(mapping, table, result), from_config=True)
         else:
             result.problems.append(f"--config {config_path}: the file was not read; values it sets are missing here")
     _apply(result, table, argv, from_config=False)
+    for dest, entry in table.fields.items():
+        if entry.get("required") and dest not in result.requested:
+            result.problems.append(f"{entry['flags'][0]} is required: SGLang refuses to start (the following arguments are required)")
     for name in list(result.requested):
         if is_secret_key(name) and result.requested[name] not in (None, False, ""):
             result.requested[name] = REDACTED
@@ -293,60 +318,186 @@ def _scrubbed(value: Any, hidden: list[str]) -> Any:
     return value
 
 
-def _config_path(argv: list[str]) -> str | None:
-    for i, word in enumerate(argv):
-        if word == "--config" and i + 1 < len(argv):
-            return argv[i + 1]
+@lru_cache(maxsize=None)
+def _entrypoint_rules() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(_knowledge_data().joinpath("sglang-entrypoints.json").read_text())
+    return data
+
+
+def entrypoint_rule(kind: str, sglang_version: str) -> dict[str, Any]:
+    """What the release does before argparse (``kind``: "serve" or "config_merger")."""
+    from packaging.specifiers import SpecifierSet
+
+    version = Version(sglang_version)
+    rules = _entrypoint_rules()[kind]
+    return next((rule for rule in rules if version in SpecifierSet(rule["releases"])), rules[-1])
+
+
+def _serve_rewrites(argv: list[str], table: FlagTable, result: LaunchCommand) -> list[str]:
+    """``sglang serve``'s own argv rewrites before ``prepare_server_args``: ``--model-type``
+    taken out (0.5.10+), a first word that is not a flag made ``--model-path`` (0.5.16+)."""
+    rule = entrypoint_rule("serve", table.sglang_version)
+    if rule["model_type"] is not None:
+        kept: list[str] = []
+        backend = "auto"
+        i = 0
+        while i < len(argv):
+            word = argv[i]
+            if word == "--model-type":
+                if i + 1 >= len(argv):
+                    result.problems.append("--model-type needs a value: sglang serve refuses to start")
+                    return kept
+                backend = argv[i + 1]
+                i += 2
+                continue
+            if word.startswith("--model-type="):
+                backend = word.split("=", 1)[1]
+                i += 1
+                continue
+            kept.append(word)
+            i += 1
+        if backend not in rule["model_type"]:
+            result.problems.append(
+                f"--model-type {backend!r} is not one of SGLang {table.sglang_version}'s serve backends "
+                f"({', '.join(rule['model_type'])}): sglang serve refuses to start"
+            )
+        elif backend == "diffusion":
+            result.problems.append("--model-type diffusion runs SGLang's diffusion server: its flags are not SGLang's server arguments and are not read here")
+        argv = kept
+    if rule["positional_model"] and argv and not argv[0].startswith("-"):
+        argv = ["--model-path", argv[0], *argv[1:]]
+    return argv
+
+
+def _config_file(argv: list[str], result: LaunchCommand) -> str | None:
+    """The file SGLang merges: only the separate word ``--config`` (``--config=FILE`` is an
+    ordinary flag SGLang stores and never reads), once, with a file after it."""
+    where = [i for i, word in enumerate(argv) if word == "--config"]
+    for word in argv:
         if word.startswith("--config="):
-            return word.split("=", 1)[1]
-    return None
+            result.problems.append(
+                f"{word}: SGLang merges a config file only when --config and the file are separate words; "
+                "this file's values are not in effect"
+            )
+    if len(where) > 1:
+        result.problems.append("--config is given more than once: SGLang refuses to start (Multiple config files specified! Only one allowed.)")
+        return None
+    if not where:
+        return None
+    if where[0] == len(argv) - 1:
+        result.problems.append("--config has no file after it: SGLang refuses to start")
+        return None
+    path = argv[where[0] + 1]
+    suffix = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    if suffix not in ("yaml", "yml"):
+        result.problems.append(f"--config {path}: SGLang reads only .yaml or .yml files and refuses to start (Config file must be YAML format)")
+        return None
+    return path
+
+
+def _load_config(path: str, loader: Callable[[str], Mapping[str, Any]], result: LaunchCommand) -> Mapping[str, Any] | None:
+    try:
+        mapping = loader(path)
+    except FileNotFoundError:
+        result.problems.append(f"--config {path}: no such file: SGLang refuses to start (Config file not found)")
+        return None
+    except Exception as exc:  # a loader's YAML error, a permission error: the user's to see
+        result.problems.append(f"--config {path} cannot be read ({' '.join(str(exc).split())[:200]}): SGLang refuses to start")
+        return None
+    if mapping is None:
+        return {}
+    if not isinstance(mapping, Mapping):
+        result.problems.append(f"--config {path}: SGLang refuses to start (Config file must contain a dictionary at root level)")
+        return None
+    return mapping
 
 
 def _config_words(config: Mapping[str, Any], table: FlagTable, result: LaunchCommand) -> list[str]:
-    """A --config mapping as the flags SGLang makes of it (0.5.23 ``ConfigArgumentMerger``):
-    ``--<key>`` exactly as the key is written, so ``chunked_prefill_size:`` is not a flag;
-    store-true keys appear only when true; other booleans as ``true``/``false``; lists
-    expand; mappings become JSON."""
-    store_true = {dest for dest, entry in table.fields.items() if entry["kind"] == "store_true"}
-    store_true |= {
-        flag[2:].replace("-", "_")
-        for flag in table.by_flag
-        if flag.startswith("--") and table.action(flag)["kind"] in ("store_true", "store_const", "ignored")
-    }
+    """A --config mapping as the flags the release's ``ConfigArgumentMerger`` makes of it:
+    ``--<key>`` exactly as the key is written (so ``chunked_prefill_size:`` is not a flag);
+    booleans, lists and mappings as that release writes them; a key of an action the merger
+    does not support refuses to start (0.5.8+)."""
+    rule = entrypoint_rule("config_merger", table.sglang_version)
+    store_true, unsupported = _config_keys(table, rule)
     words: list[str] = []
     for key, value in config.items():
+        key = str(key)
         flag = f"--{key}"
+        normal = key.replace("-", "_")
+        if rule["unsupported_keys"] and normal in unsupported:
+            result.problems.append(f"--config {result.config_file}: SGLang refuses to start (Unsupported config option '{normal}' with action '{unsupported[normal]}')")
+            return []
         if isinstance(value, bool):
-            if str(key).replace("-", "_") in store_true:
+            if rule["booleans"] == "flag_when_true" or normal in store_true:
                 words += [flag] if value else []
             else:
                 words += [flag, str(value).lower()]
         elif isinstance(value, list):
             words += [flag, *(str(v) for v in value)] if value else []
         elif isinstance(value, dict):
-            words += [flag, json.dumps(value)]
+            words += [flag, json.dumps(value) if rule["mappings"] == "json" else str(value)]
         else:
             words += [flag, str(value)]
     return words
 
 
+def _config_keys(table: FlagTable, rule: dict[str, Any]) -> tuple[set[str], dict[str, str]]:
+    """(the keys the merger writes as bare flags, the keys it refuses with their action's
+    class), as the release computes them from its parser (the flag table's ``config``), or
+    as near as the table's kinds tell for a table without it."""
+    recorded = table.config
+    if recorded:
+        return set(recorded.get("store_true", ())), dict(recorded.get("unsupported", {}))
+    store_true = {dest for dest, entry in table.fields.items() if entry["kind"] == "store_true"}
+    unsupported = {
+        dest: entry["kind"] for dest, entry in table.fields.items() if entry["kind"] in ("boolean_optional", "store_const", "store_false", "ignored")
+    }
+    return store_true, unsupported
+
+
+# argparse's patterns for how many words an action consumes, over the kinds of the words that
+# follow it: 'A' a value, 'O' a flag, '-' the first '--' (argparse 3.11 ``_get_nargs_pattern``).
+_NARGS_PATTERN = {None: "-*A-*", "?": "-*A?-*", "*": "-*[A-]*", "+": "-*A[A-]*"}
+
+
+def _kinds(argv: list[str]) -> str:
+    """One letter per word, as argparse classifies them: after the first ``--`` every word is a
+    value, whatever it looks like; before it, option-like words are flags."""
+    out = []
+    ended = False
+    for word in argv:
+        if ended:
+            out.append("A")
+        elif word == "--":
+            out.append("-")
+            ended = True
+        else:
+            out.append("O" if option_like(word) else "A")
+    return "".join(out)
+
+
 def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_config: bool) -> None:
+    kinds = _kinds(argv)
     i = 0
     while i < len(argv):
         word = argv[i]
+        kind_of_word = kinds[i]
         i += 1
-        if not word.startswith("-") or NEGATIVE_NUMBER.match(word):
-            result.problems.append(f"stray word {word!r} (not a flag's value)")
+        if kind_of_word == "-":
+            continue  # the '--' itself; what follows it is values only
+        if kind_of_word == "A":
+            after = " after '--'" if "-" in kinds[:i] else ""
+            result.problems.append(f"stray word {word!r}{after} (not a flag's value): SGLang refuses to start (unrecognized arguments)")
             continue
         flag, eq, inline = word.partition("=")
-        if flag == "--config":
-            i += 0 if eq else 1
+        if flag == "--config" and not eq and not from_config:
+            i += 1  # the merger took '--config FILE' out of argv (see _merge_config)
             continue
         full, problem = table.spelling(flag)
         if problem:
             result.problems.append(problem)
         if full is None:
-            values, i = _values(argv, i, inline if eq else None, nargs="*")
+            values, i = _values(argv, kinds, i, inline if eq else None, nargs="*")
             guessed = _guess(values)
             secret = is_secret_flag(flag) or is_secret_key(flag.lstrip("-").replace("-", "_"))
             result.unknown[flag] = REDACTED if secret and guessed not in (True, None, "") else guessed
@@ -371,35 +522,29 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
             else:
                 value = {"store_true": True, "store_false": False}.get(kind, entry.get("const"))
             if entry.get("takes_value"):
-                values, i = _values(argv, i, inline if eq else None, nargs=None)
+                values, i = _values(argv, kinds, i, inline if eq else None, nargs=None)
                 _convert(values, entry, flag, result, many=False)  # checked against its choices, not stored
             elif eq:
                 result.problems.append(f"{flag} takes no value (got {inline!r})")
         else:
-            values, i = _values(argv, i, inline if eq else None, nargs=entry.get("nargs"))
+            values, i = _values(argv, kinds, i, inline if eq else None, nargs=entry.get("nargs"))
             value = _convert(values, entry, flag, result, many=entry.get("nargs") in ("+", "*"))
         result.requested[dest] = value
         result.spelled[dest] = flag if not from_config else f"--config {result.config_file}"
         result.flags[dest] = full
 
 
-def _values(argv: list[str], i: int, inline: str | None, *, nargs: Any) -> tuple[list[str], int]:
+def _values(argv: list[str], kinds: str, i: int, inline: str | None, *, nargs: Any) -> tuple[list[str], int]:
+    """The words an action at ``i`` consumes, as argparse's nargs patterns consume them (an
+    option-like word is never a value, ``-.5`` and ``'-x y'`` are; '--' markers are dropped)."""
     if inline is not None:
         return [inline], i
-    if nargs in ("+", "*"):
-        values = []
-        while i < len(argv) and (not argv[i].startswith("-") or NEGATIVE_NUMBER.match(argv[i])):
-            values.append(argv[i])
-            i += 1
-        return values, i
-    if nargs == "?":
-        if i < len(argv) and (not argv[i].startswith("-") or NEGATIVE_NUMBER.match(argv[i])):
-            return [argv[i]], i + 1
+    pattern = _NARGS_PATTERN.get(nargs, _NARGS_PATTERN[None])
+    match = re.match(pattern, kinds[i:])
+    taken = len(match.group(0)) if match else 0
+    if nargs is None and (not match or "A" not in match.group(0)):
         return [], i
-    # argparse never takes an option-like word ("--x", "-x", not "-5" or "-") as a value.
-    if i < len(argv) and not option_like(argv[i]):
-        return [argv[i]], i + 1
-    return [], i
+    return [argv[j] for j in range(i, i + taken) if kinds[j] != "-"], i + taken
 
 
 def _convert(values: list[str], entry: dict[str, Any], flag: str, result: LaunchCommand, *, many: bool) -> Any:
@@ -418,16 +563,88 @@ def _convert(values: list[str], entry: dict[str, Any], flag: str, result: Launch
 
 
 def _typed(value: str, type_name: str | None, flag: str, result: LaunchCommand) -> Any:
+    """``value`` converted as the release's argparse converts it (the converter's name is in
+    its flag table, with its source); a value the converter refuses is a problem, as argparse
+    refuses to start on it."""
+    convert = CONVERTERS.get(type_name or "str")
+    if convert is None:
+        return value  # a converter this package does not know: the text as given
     try:
-        if type_name == "int":
-            return int(value)
-        if type_name == "float":
-            return float(value)
-        if type_name == "json":
-            return json.loads(value)
-    except ValueError:
-        result.problems.append(f"{flag} {value!r} is not a valid {type_name}")
+        return convert(value)
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        reason = f": {exc}" if isinstance(exc, _Refused) else ""
+        result.problems.append(f"{flag} {value!r} is not a valid {_TYPE_WORDS.get(type_name or 'str', type_name)}{reason}: SGLang refuses to start")
     return value
+
+
+class _Refused(ValueError):
+    """A converter's own refusal, worded as SGLang words it."""
+
+
+def human_readable_int(value: str) -> int:
+    """SGLang's ``human_readable_int`` (0.5.10+): ``128k`` is 128000, ``1Mi`` is 1048576,
+    ``25.6k`` is 25600; decimals only with SI suffixes; suffixes are case-sensitive."""
+    text = value.strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", text)
+    if match:
+        number, suffix = match.groups()
+        if suffix.endswith("i"):
+            if "." in number:
+                raise _Refused(f"decimals are not allowed with IEC suffixes like {suffix!r}")
+            return int(number) * {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}[suffix]
+        return int(Decimal(number) * {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}[suffix])
+    return int(text)
+
+
+def _nullable_str(value: str) -> str | None:
+    return None if not value or value == "None" else value
+
+
+def _json(value: str) -> Any:
+    return json.loads(value)
+
+
+def _cuda_graph_config(value: str) -> dict[str, Any]:
+    """``--cuda-graph-config`` (0.5.14+): a JSON object of phase -> settings object."""
+    parsed = json.loads(value)
+    if not isinstance(parsed, dict):
+        raise _Refused(f"--cuda-graph-config must be a JSON object, got {type(parsed).__name__}")
+    for phase, settings in parsed.items():
+        if not isinstance(settings, dict):
+            raise _Refused(f"--cuda-graph-config[{phase!r}] must be a JSON object, got {type(settings).__name__}")
+    return parsed
+
+
+def _cuda_graph_backend(value: str) -> str:
+    if value == "tc_piecewise":
+        raise _Refused("tc_piecewise was removed; select breakable, full, or disabled")
+    return value
+
+
+# Converter names as SGLang's argparse actions carry them (``type.__name__``), each the same
+# conversion; the flag tables hold each release's source of them.
+CONVERTERS: dict[str, Callable[[str], Any]] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "human_readable_int": human_readable_int,
+    "nullable_str": _nullable_str,
+    "loads": _json,
+    "json": _json,
+    "json_list_type": _json,
+    "parse_cuda_graph_config_arg": _cuda_graph_config,
+    "parse_cuda_graph_backend_arg": _cuda_graph_backend,
+}
+_TYPE_WORDS = {
+    "int": "whole number",
+    "float": "number",
+    "human_readable_int": "whole number (plain, or with a suffix such as 128k or 1Mi)",
+    "loads": "JSON value",
+    "json": "JSON value",
+    "json_list_type": "JSON value",
+    "parse_cuda_graph_config_arg": "CUDA graph configuration",
+    "parse_cuda_graph_backend_arg": "CUDA graph backend",
+}
 
 
 def _guess(values: list[str]) -> Any:

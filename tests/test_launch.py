@@ -8,7 +8,9 @@ by ``tests/real_sglang/generate_data.py``; the real tier checks it is still what
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -25,8 +27,16 @@ CASES = DATA["cases"]
 CONFIGS = {"{config}": DATA["config_yaml"], "{config_underscore}": DATA["config_underscore_yaml"]}
 
 
+def with_config_files(command: str, configs: dict[str, str]) -> tuple[str, Any]:
+    """The stored command with its config placeholders ({name}) as the .yaml files the real
+    run wrote, and a loader that reads them back."""
+    text = re.sub(r"\{([\w-]+)\}", lambda m: f"/configs/{m.group(1)}.yaml" if m.group(1) in configs else m.group(0), command)
+    return text, lambda path: yaml.safe_load(configs[path.removeprefix("/configs/").removesuffix(".yaml")])
+
+
 def _parse(command: str):
-    return parse_launch_command(command, sglang_version="0.5.23", config_loader=lambda path: yaml.safe_load(CONFIGS[path]))
+    text, loader = with_config_files(command, {k.strip("{}"): v for k, v in CONFIGS.items()})
+    return parse_launch_command(text, sglang_version="0.5.23", config_loader=loader)
 
 
 def _sglang_said(case: dict, part: str) -> dict:
@@ -225,10 +235,8 @@ def _named_in_error(error: str) -> str:
 def test_each_release_is_read_as_its_own_argparse_reads_it(version, name):
     release = RELEASES["releases"][version]
     said = release["commands"][name]
-    configs = RELEASES["configs"]
-    launch = parse_launch_command(
-        RELEASES["commands"][name], sglang_version=version, config_loader=lambda path: yaml.safe_load(configs[path.strip("{}")])
-    )
+    text, loader = with_config_files(RELEASES["commands"][name], RELEASES["configs"])
+    launch = parse_launch_command(text, sglang_version=version, config_loader=loader)
     assert launch.flag_table_version == version
     if "error" in said:
         named = _named_in_error(said["error"])
@@ -249,3 +257,177 @@ def test_deprecated_spellings_land_in_the_newer_field_and_are_named():
         "--disable-piecewise-cuda-graph": "--cuda-graph-backend-prefill=disabled",
     }
     assert launch.spelled["cuda_graph_backend_prefill"] == "--disable-piecewise-cuda-graph"
+
+
+# ---- read as SGLang reads them: --config, sglang serve, converters, argparse's '-' rules, shell text ----
+
+
+def _yaml(text: str):
+    return lambda path: yaml.safe_load(text)
+
+
+def test_only_the_separate_word_config_merges_a_file():
+    good = "tp-size: 2\nport: 31000\n"
+    merged = parse_launch_command("sglang serve --model-path m --config good.yaml", sglang_version="0.5.23", config_loader=_yaml(good))
+    assert merged["tp_size"] == 2 and merged["port"] == 31000 and merged.problems == []
+    inline = parse_launch_command("sglang serve --model-path m --config=good.yaml", sglang_version="0.5.23", config_loader=_yaml(good))
+    assert "tp_size" not in inline and "port" not in inline
+    assert inline.config_file is None
+    assert any("--config=good.yaml: SGLang merges a config file only when --config and the file are separate words" in p for p in inline.problems)
+
+
+@pytest.mark.parametrize(
+    "command, problem",
+    [
+        ("--model-path m --config a.yaml --config b.yaml", "--config is given more than once: SGLang refuses to start"),
+        ("--model-path m --config", "--config has no file after it: SGLang refuses to start"),
+        ("--model-path m --config settings.json", "--config settings.json: SGLang reads only .yaml or .yml files and refuses to start"),
+        ("--model-path m --config settings", "--config settings: SGLang reads only .yaml or .yml files"),
+    ],
+    ids=["twice", "trailing", "json", "no-suffix"],
+)
+def test_config_files_sglang_refuses(command, problem):
+    launch = parse_launch_command(command, sglang_version="0.5.23", config_loader=_yaml("tp-size: 2\n"))
+    assert any(problem in p for p in launch.problems), launch.problems
+    assert "tp_size" not in launch
+
+
+def test_a_config_file_that_is_missing_or_not_a_mapping_is_refused():
+    def missing(path):
+        raise FileNotFoundError(path)
+
+    launch = parse_launch_command("--model-path m --config gone.yaml", sglang_version="0.5.23", config_loader=missing)
+    assert any("--config gone.yaml: no such file: SGLang refuses to start" in p for p in launch.problems)
+    launch = parse_launch_command("--model-path m --config list.yaml", sglang_version="0.5.23", config_loader=_yaml("- 1\n- 2\n"))
+    assert any("Config file must contain a dictionary at root level" in p for p in launch.problems)
+
+
+def test_config_mappings_are_written_as_each_release_writes_them():
+    config = "json-model-override-args:\n  rope_scaling: 2\n"
+    new = parse_launch_command("--model-path m --config c.yaml", sglang_version="0.5.23", config_loader=_yaml(config))
+    old = parse_launch_command("--model-path m --config c.yaml", sglang_version="0.5.12", config_loader=_yaml(config))
+    assert new["json_model_override_args"] == '{"rope_scaling": 2}'  # JSON from 0.5.18 on
+    assert old["json_model_override_args"] == "{'rope_scaling': 2}"  # Python's repr before
+
+
+def test_config_booleans_before_0_5_8_are_flags_when_true():
+    config = "enable-metrics: true\ntrust-remote-code: false\n"
+    launch = parse_launch_command("--model-path m --config c.yaml", sglang_version="0.5.5", config_loader=_yaml(config))
+    assert launch["enable_metrics"] is True and "trust_remote_code" not in launch and launch.problems == []
+
+
+@pytest.mark.parametrize(
+    "version, command, model, problems",
+    [
+        ("0.5.23", "sglang serve Qwen/Qwen3-8B --tp 2", "Qwen/Qwen3-8B", []),
+        ("0.5.16", "sglang serve Qwen/Qwen3-8B --tp 2", "Qwen/Qwen3-8B", []),
+        ("0.5.23", "sglang serve --model-type llm Qwen/Qwen3-8B --tp 2", "Qwen/Qwen3-8B", []),
+        ("0.5.12", "sglang serve --model-type=llm --model-path Qwen/Qwen3-8B --tp 2", "Qwen/Qwen3-8B", []),
+    ],
+    ids=["positional-0.5.23", "positional-0.5.16", "model-type-and-positional", "model-type-0.5.12"],
+)
+def test_sglang_serve_rewrites_its_argv_as_that_release_does(version, command, model, problems):
+    launch = parse_launch_command(command, sglang_version=version)
+    assert launch["model_path"] == model and launch["tp_size"] == 2
+    assert launch.problems == problems and launch.unknown == {}
+
+
+@pytest.mark.parametrize(
+    "version, command, problem",
+    [
+        ("0.5.12", "sglang serve Qwen/Qwen3-8B --tp 2", "stray word 'Qwen/Qwen3-8B'"),  # no positional model before 0.5.16
+        ("0.5.9", "sglang serve --model-type llm --model-path m", "--model-type is not a flag of SGLang 0.5.9"),
+        ("0.5.23", "sglang serve --model-type banana --model-path m", "--model-type 'banana' is not one of SGLang 0.5.23's serve backends"),
+        ("0.5.23", "sglang serve --model-path m --model-type", "--model-type needs a value: sglang serve refuses to start"),
+    ],
+    ids=["positional-too-early", "model-type-too-early", "unknown-backend", "model-type-without-value"],
+)
+def test_what_sglang_serve_refuses(version, command, problem):
+    launch = parse_launch_command(command, sglang_version=version)
+    assert any(problem in p for p in launch.problems), launch.problems
+
+
+@pytest.mark.parametrize(
+    "version, flag, value, expected",
+    [
+        ("0.5.23", "--context-length", "128k", 128000),
+        ("0.5.23", "--context-length", "25.6k", 25600),
+        ("0.5.23", "--max-total-tokens", "1Mi", 1048576),
+        ("0.5.23", "--max-total-tokens", "4096", 4096),
+        ("0.5.23", "--cuda-graph-config", '{"decode": {"max_bs": 64}}', {"decode": {"max_bs": 64}}),
+        ("0.5.23", "--json-model-override-args", '{"a": [1, 2]}', '{"a": [1, 2]}'),
+    ],
+)
+def test_values_are_converted_as_the_release_converts_them(version, flag, value, expected):
+    from pytest_sglang.launch import flag_table
+
+    launch = parse_launch_command(["--model-path", "m", flag, value], sglang_version=version)
+    assert launch.problems == []
+    dest, _ = flag_table(version).lookup(flag)
+    assert dest is not None and launch[dest] == expected
+
+
+@pytest.mark.parametrize(
+    "version, flag, value, problem",
+    [
+        ("0.5.9", "--context-length", "128k", "--context-length '128k' is not a valid whole number: SGLang refuses to start"),
+        ("0.5.23", "--max-total-tokens", "1.5Mi", "decimals are not allowed with IEC suffixes like 'Mi'"),
+        ("0.5.23", "--cuda-graph-config", "[1, 2]", "--cuda-graph-config must be a JSON object, got list"),
+        ("0.5.23", "--cuda-graph-config", "{not json", "is not a valid CUDA graph configuration"),
+        ("0.5.23", "--tp-size", "two", "--tp-size 'two' is not a valid whole number"),
+    ],
+)
+def test_values_a_release_refuses_are_problems(version, flag, value, problem):
+    launch = parse_launch_command(["--model-path", "m", flag, value], sglang_version=version)
+    assert any(problem in p for p in launch.problems), launch.problems
+
+
+def test_nullable_strings_read_none_as_none():
+    from pytest_sglang.launch import CONVERTERS
+
+    assert CONVERTERS["nullable_str"]("None") is None and CONVERTERS["nullable_str"]("") is None
+    assert CONVERTERS["nullable_str"]("x") == "x"
+
+
+@pytest.mark.parametrize(
+    "argv, field, value",
+    [
+        (["--model-path", "m", "--mem-fraction-static", "-.5"], "mem_fraction_static", -0.5),
+        (["--model-path", "m", "--mem-fraction-static", "-1.5"], "mem_fraction_static", -1.5),
+        (["--model-path", "m", "--served-model-name", "-x y"], "served_model_name", "-x y"),
+        (["--model-path", "--", "m"], "model_path", "m"),
+    ],
+    ids=["dot-five", "negative", "dash-with-space", "double-dash-value"],
+)
+def test_argparse_takes_these_dash_words_as_values(argv, field, value):
+    launch = parse_launch_command(argv, sglang_version="0.5.23")
+    assert launch[field] == value and launch.problems == [], launch.problems
+
+
+def test_double_dash_ends_the_flags_and_what_follows_is_refused():
+    launch = parse_launch_command(["--model-path", "m", "--", "--tp", "2"], sglang_version="0.5.23")
+    assert "tp_size" not in launch and "port" not in launch
+    assert any("stray word '--tp' after '--'" in p and "SGLang refuses to start" in p for p in launch.problems)
+    assert not any("ambiguous" in p for p in launch.problems)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "`CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model-path m --tp 2 --port 30000`",
+        "CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model-path m --tp 2 --port 30000; echo done",
+        "CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model-path m --tp 2 --port 30000 && tail -f log",
+        "CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model-path m --tp 2 --port 30000 | tee server.log",
+        "CUDA_VISIBLE_DEVICES=0,1 nohup python -m sglang.launch_server --model-path m --tp 2 --port 30000 > server.log 2>&1 &",
+        "CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model-path m --tp 2 --port 30000  # the seed config",
+        "export CUDA_VISIBLE_DEVICES=0,1\npython -m sglang.launch_server \\\n  --model-path m --tp 2 \\\n  --port 30000",
+        "$ CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model-path m --tp 2 --port 30000",
+        "Start it with `CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model-path m --tp 2 --port 30000` on gpu1.",
+    ],
+    ids=["backticks", "semicolon", "and-chain", "pipe", "redirect-background", "comment", "export-continuation", "prompt", "inline-code"],
+)
+def test_pasted_shell_text_reads_as_the_command_the_shell_runs(text):
+    launch = parse_launch_command(text, sglang_version="0.5.23")
+    assert launch.requested == {"model_path": "m", "tp_size": 2, "port": 30000}
+    assert launch.env == {"CUDA_VISIBLE_DEVICES": "0,1"}
+    assert launch.problems == [] and launch.unknown == {}
