@@ -81,7 +81,7 @@ def test_the_example_suite_runs_with_the_expected_skips_and_no_errors(pytester, 
     result.stdout.fnmatch_lines(
         [
             f"SKIPPED*requires_gpus(4): the number of GPUs {real_llama.url} uses is unknown*",
-            f"SKIPPED*requires_sm(120): the GPU architecture of {real_llama.url} is unknown (SGLang 0.5.23 reports no compute capability over HTTP)*",
+            f"SKIPPED*requires_sm(120): the GPU architecture of {real_llama.url} is unknown: SGLang 0.5.23 reports no GPU model over HTTP and there is no host access*",
             f"SKIPPED*no logs for {real_llama.url}: give --sglang-logs*",
         ],
         consecutive=False,
