@@ -134,6 +134,42 @@ def _ask(version: str, python: Path, requests: list[dict], files: dict[str, str]
     return data, parsed
 
 
+_ENTRIES: dict[str, tuple[dict, dict]] = {}
+
+
+def ask_entries(version: str, python: Path, cases: Sequence[dict]) -> tuple[dict, dict]:
+    """One import of a release, no network: (its flag table, what its real entry point made of
+    each case). A case is ``{"name", "argv", "entry": "launch_server"|"serve", "files": {NAME:
+    text}}``; ``{NAME}`` in an argv word is the path of that file (``sglang_offline.py entry``).
+    The table is also kept for :func:`table`, so the release is not imported again for it."""
+    key = json.dumps([version, str(python), list(cases)], sort_keys=True)
+    if key not in _ENTRIES:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "src"
+            with zipfile.ZipFile(wheel(version)) as whl:
+                whl.extractall(src)
+            env = {**os.environ, "PYTHONPATH": str(src), "SGLANG_FROM_WHEEL": version, "HF_HUB_OFFLINE": "1"}
+            out = subprocess.run(
+                [str(python), str(HERE / "sglang_offline.py"), "entry"],
+                input=json.dumps(list(cases)), env=env, capture_output=True, text=True,
+            )  # fmt: skip
+            if out.returncode:
+                raise RuntimeError(f"sglang {version}: sglang_offline.py entry failed: {out.stderr.strip().splitlines()[-1:]}")
+            moved = renames((src / "sglang" / "srt" / "server_args.py").read_text())
+        answer = json.loads(out.stdout)
+        data = answer["table"]
+        if data["sglang_version"] != version:
+            raise RuntimeError(f"asked for sglang {version}, imported {data['sglang_version']}")
+        data["fields"] = dict(sorted(_renamed(data["fields"], moved).items()))
+        data["source"] = f"argparse table of sglang {version}'s ServerArgs.add_cli_args (from_cli_args renames applied), written by tests/real_sglang/flag_table_live.py"
+        for entry in answer["entry"].values():
+            if "parsed" in entry:
+                entry["parsed"] = _renamed(entry["parsed"], moved)
+        _ENTRIES[key] = (data, answer["entry"])
+        _ASKED.setdefault(json.dumps([version, str(python), [], {}], sort_keys=True), (data, {}))
+    return _ENTRIES[key]
+
+
 def _renamed(fields: dict, moved: dict[str, str]) -> dict:
     out = dict(fields)
     for old, new in moved.items():

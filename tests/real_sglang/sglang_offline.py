@@ -3,6 +3,8 @@
     python sglang_offline.py cli-table          # SGLang's own argparse table, as JSON
     python sglang_offline.py release < cases    # cli-table, and what the release's parser made of each argv
     python sglang_offline.py resolve < cases    # prepare_server_args(argv).resolve_once().resolved_dict()
+    python sglang_offline.py entry < cases      # cli-table, and what the real entry point (launch_server
+                                                # or sglang serve) parsed of each case; no network
 
 ``cases`` is a JSON list of ``{"name": ..., "argv": [...]}``; the answer maps each name to
 ``{"resolved": {...}}`` or ``{"error": "..."}``.
@@ -211,6 +213,147 @@ def _parsed(argv: list[str]) -> dict:
     raise RuntimeError("prepare_server_args never parsed its arguments")
 
 
+def _refuse_the_network() -> None:
+    """Only loopback: any other connection (a model hub, a config URL) fails at once, so no
+    answer ever depends on the network."""
+    import socket
+
+    def loopback(host) -> bool:  # noqa: ANN001
+        host = str(host)
+        return host in ("localhost", "::1", "") or host.startswith("127.") or host.startswith("/")
+
+    connect, connect_ex, getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+
+    def checked(address) -> None:  # noqa: ANN001
+        host = address[0] if isinstance(address, tuple) else address
+        if not loopback(host):
+            raise OSError(f"network access refused by sglang_offline.py ({host})")
+
+    def guarded_connect(self, address):  # noqa: ANN001
+        checked(address)
+        return connect(self, address)
+
+    def guarded_connect_ex(self, address):  # noqa: ANN001
+        checked(address)
+        return connect_ex(self, address)
+
+    def guarded_getaddrinfo(host, *args, **kwargs):  # noqa: ANN001
+        checked((host,))
+        return getaddrinfo(host, *args, **kwargs)
+
+    socket.socket.connect = guarded_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = guarded_connect_ex  # type: ignore[method-assign]
+    socket.getaddrinfo = guarded_getaddrinfo  # type: ignore[assignment]
+
+
+def _serve_parsed(argv: list[str]) -> dict:
+    """What ``sglang serve ARGV`` of this release makes of its arguments: the release's own
+    ``sglang.cli.main.main()`` (its sub-command parser, then ``serve``'s rewrites: ``--model-type``
+    removed, a positional model turned into ``--model-path``, its model-path check), up to the end
+    of ``prepare_server_args``'s argument parsing. Diffusion-model detection (which reads the
+    model's files or a model hub) is stubbed to "not a diffusion model"; the child-process cleanup
+    is not run."""
+    import importlib.util
+
+    if importlib.util.find_spec("sglang.cli") is None or importlib.util.find_spec("sglang.cli.main") is None:
+        raise LookupError("this release has no 'sglang serve' (no sglang.cli.main)")
+    try:
+        import sglang.cli.generate  # noqa: F401
+    except ModuleNotFoundError as missing:
+        # Before 0.5.9 cli/main.py imports the diffusion 'generate' command at the top, which
+        # needs diffusers (not installed here); 'sglang serve' never calls it.
+        if str(missing.name).startswith("sglang"):
+            raise
+        import types
+
+        standin = types.ModuleType("sglang.cli.generate")
+
+        def generate(args, extra_argv):  # noqa: ANN001
+            raise RuntimeError(f"'sglang generate' needs {missing.name}, not installed here")
+
+        standin.generate = generate  # type: ignore[attr-defined]
+        sys.modules["sglang.cli.generate"] = standin
+    from sglang.cli import main as cli_main
+    from sglang.cli import serve as cli_serve
+    from sglang.cli import utils as cli_utils
+
+    def not_diffusion(*args, **kwargs) -> bool:  # noqa: ANN002, ANN003
+        return False
+
+    def no_cleanup(*args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        return None
+
+    for module in (cli_serve, cli_utils):
+        for name in ("get_is_diffusion_model", "is_registered_native_pipeline"):
+            if hasattr(module, name):
+                setattr(module, name, not_diffusion)
+    if hasattr(cli_serve, "kill_process_tree"):
+        cli_serve.kill_process_tree = no_cleanup
+
+    parse_args, error = argparse.ArgumentParser.parse_args, argparse.ArgumentParser.error
+
+    def stop_after_parsing(self, args=None, namespace=None):  # noqa: ANN001
+        raise _Parsed(parse_args(self, args, namespace))
+
+    def raise_instead_of_exit(self, message):  # noqa: ANN001
+        raise _ArgparseError(message)
+
+    saved_argv = sys.argv
+    sys.argv = ["sglang", "serve", *argv]
+    argparse.ArgumentParser.parse_args = stop_after_parsing  # type: ignore[method-assign]
+    argparse.ArgumentParser.error = raise_instead_of_exit  # type: ignore[method-assign]
+    try:
+        cli_main.main()
+    except _Parsed as parsed:
+        return vars(parsed.namespace)
+    finally:
+        sys.argv = saved_argv
+        argparse.ArgumentParser.parse_args = parse_args  # type: ignore[method-assign]
+        argparse.ArgumentParser.error = error  # type: ignore[method-assign]
+    raise RuntimeError("sglang serve returned without parsing the server arguments")
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line for line in f"{type(exc).__name__}: {exc}".strip().splitlines() if line.strip()]
+    return lines[0][:400]
+
+
+def entries(cases: list[dict]) -> dict:
+    """Each case ``{"name", "argv", "entry": "launch_server"|"serve", "files": {NAME: text}}``
+    as the release's real entry point reads it: ``{"parsed": namespace}`` or ``{"error": one
+    line}``. ``{NAME}`` in an argv word is the path of the case's file ``NAME`` (written to a
+    fresh directory for the case; the path is turned back into ``{NAME}`` in the answer)."""
+    import tempfile
+
+    out = {}
+    for case in cases:
+        with tempfile.TemporaryDirectory(prefix="sglang-case-") as tmp:
+            paths = {}
+            for name, text in (case.get("files") or {}).items():
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    f.write(text)
+                paths[name] = path
+            argv = []
+            for word in case["argv"]:
+                for name, path in paths.items():
+                    word = word.replace("{" + name + "}", path)
+                argv.append(word)
+            try:
+                if case.get("entry", "launch_server") == "serve":
+                    answer = {"parsed": _serve_parsed(argv)}
+                else:
+                    answer = {"parsed": _parsed(argv)}
+                answer = json.loads(json.dumps(answer, default=repr))
+            except BaseException as exc:  # argparse's SystemExit too
+                answer = {"error": _one_line(exc)}
+            text = json.dumps(answer)
+            for name, path in sorted(paths.items(), key=lambda item: -len(item[1])):
+                text = text.replace(path, "{" + name + "}")
+            out[case["name"]] = json.loads(text.replace(tmp, "{tmp}"))
+    return out
+
+
 def parse(cases: list[dict]) -> dict:
     """Only SGLang's argparse (any release, see flag_table_live.py): what it made of each argv."""
     out = {}
@@ -248,10 +391,16 @@ if __name__ == "__main__":
     command = sys.argv[1]
     if os.environ.get("SGLANG_FROM_WHEEL"):
         _tolerate_known_transformers_configs()
+    if command == "entry":
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        _refuse_the_network()
     if command == "cli-table":
         result = cli_table()
     elif command == "release":
         result = {"table": cli_table(), "parse": parse(json.load(sys.stdin))}
+    elif command == "entry":
+        result = {"table": cli_table(), "entry": entries(json.load(sys.stdin))}
     elif command == "resolve":
         result = resolve(json.load(sys.stdin))
     else:
