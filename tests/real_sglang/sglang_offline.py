@@ -321,8 +321,9 @@ def _one_line(exc: BaseException) -> str:
 def entries(cases: list[dict]) -> dict:
     """Each case ``{"name", "argv", "entry": "launch_server"|"serve", "files": {NAME: text}}``
     as the release's real entry point reads it: ``{"parsed": namespace}`` or ``{"error": one
-    line}``. ``{NAME}`` in an argv word is the path of the case's file ``NAME`` (written to a
-    fresh directory for the case; the path is turned back into ``{NAME}`` in the answer)."""
+    line}``. ``{tmp}`` in an argv word is the fresh directory the case's files are written to
+    (``{NAME}``, the path of file ``NAME``, is ``{tmp}/NAME``); the directory is turned back
+    into ``{tmp}`` in the answer."""
     import tempfile
 
     out = {}
@@ -338,7 +339,7 @@ def entries(cases: list[dict]) -> dict:
             for word in case["argv"]:
                 for name, path in paths.items():
                     word = word.replace("{" + name + "}", path)
-                argv.append(word)
+                argv.append(word.replace("{tmp}", tmp))
             try:
                 if case.get("entry", "launch_server") == "serve":
                     answer = {"parsed": _serve_parsed(argv)}
@@ -347,10 +348,7 @@ def entries(cases: list[dict]) -> dict:
                 answer = json.loads(json.dumps(answer, default=repr))
             except BaseException as exc:  # argparse's SystemExit too
                 answer = {"error": _one_line(exc)}
-            text = json.dumps(answer)
-            for name, path in sorted(paths.items(), key=lambda item: -len(item[1])):
-                text = text.replace(path, "{" + name + "}")
-            out[case["name"]] = json.loads(text.replace(tmp, "{tmp}"))
+            out[case["name"]] = json.loads(json.dumps(answer).replace(tmp, "{tmp}"))
     return out
 
 
