@@ -129,6 +129,10 @@ def simple_commands(text: str) -> list[Command]:
 def _unwrap(text: str) -> str:
     """Markdown around a pasted command: code fences, surrounding backticks, a ``$`` prompt."""
     text = text.replace("```", "\n")
+    if text.count("`") == 2:
+        before, inside, _after = text.split("`")
+        if not before.strip() or "sglang" in inside:  # `the command` (over several lines), maybe # a comment after
+            return inside
     lines = []
     for line in text.split("\n"):
         stripped = line.strip()

@@ -366,6 +366,10 @@ def _serve_rewrites(argv: list[str], table: FlagTable, result: LaunchCommand) ->
         argv = kept
     if rule["positional_model"] and argv and not argv[0].startswith("-"):
         argv = ["--model-path", argv[0], *argv[1:]]
+    # serve looks for the model itself, before argparse, by exact words only (no prefixes).
+    words = rule["model_path_words"]
+    if not any(word in words or word.split("=", 1)[0] in words and "=" in word for word in argv):
+        result.problems.append(f"sglang serve finds no {' or '.join(words)} word: SGLang {table.sglang_version} refuses to start (--model-path is required)")
     return argv
 
 
@@ -484,7 +488,10 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
         kind_of_word = kinds[i]
         i += 1
         if kind_of_word == "-":
-            continue  # the '--' itself; what follows it is values only
+            # The '--' itself: what follows it is values only, and argparse keeps a '--' that no
+            # flag took as its value among the arguments it does not recognise.
+            result.problems.append("stray '--' (no flag took it): SGLang refuses to start (unrecognized arguments: --)")
+            continue
         if kind_of_word == "A":
             after = " after '--'" if "-" in kinds[:i] else ""
             result.problems.append(f"stray word {word!r}{after} (not a flag's value): SGLang refuses to start (unrecognized arguments)")
@@ -610,8 +617,12 @@ def _cuda_graph_config(value: str) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise _Refused(f"--cuda-graph-config must be a JSON object, got {type(parsed).__name__}")
     for phase, settings in parsed.items():
+        if phase not in ("decode", "prefill"):  # Phase.ALL in every release that has the flag
+            raise _Refused(f"--cuda-graph-config: unknown phase {phase!r}, expected one of ('decode', 'prefill')")
         if not isinstance(settings, dict):
             raise _Refused(f"--cuda-graph-config[{phase!r}] must be a JSON object, got {type(settings).__name__}")
+        if "backend" in settings and settings["backend"] == "tc_piecewise":
+            raise _Refused("tc_piecewise was removed; select breakable, full, or disabled")
     return parsed
 
 
