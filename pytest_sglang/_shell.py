@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .secrets import REDACTED
+
 # Control operators end a simple command; longest first.
 _CONTROL = ("&&", "||", ";;", "|&", ";", "|", "&", "\n")
 # Redirection operators, longest first; an optional file descriptor number may stand before them.
@@ -93,6 +95,11 @@ def simple_commands(text: str) -> list[Command]:
         if c == "#" and not in_word:  # a comment runs to the end of the line
             end = text.find("\n", i)
             i = n if end < 0 else end
+            continue
+        if text.startswith(REDACTED, i):  # the redactor's own mark stands for a value, not a redirection
+            word.append(REDACTED)
+            in_word = True
+            i += len(REDACTED)
             continue
         redirect = next((op for op in _REDIRECT if text.startswith(op, i)), None)
         if redirect is not None:

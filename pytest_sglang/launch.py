@@ -459,9 +459,10 @@ def _config_keys(table: FlagTable, rule: dict[str, Any]) -> tuple[set[str], dict
     return store_true, unsupported
 
 
-# argparse's patterns for how many words an action consumes, over the kinds of the words that
-# follow it: 'A' a value, 'O' a flag, '-' the first '--' (argparse 3.11 ``_get_nargs_pattern``).
-_NARGS_PATTERN = {None: "-*A-*", "?": "-*A?-*", "*": "-*[A-]*", "+": "-*A[A-]*"}
+# argparse's patterns for how many words a flag consumes, over the kinds of the words that
+# follow it: 'A' a value, 'O' a flag, '-' the first '--'. For flags argparse takes the '-'
+# out of its patterns (``_get_nargs_pattern``), so a flag never consumes '--' or what follows.
+_NARGS_PATTERN = {None: "A", "?": "A?", "*": "A*", "+": "AA*"}
 
 
 def _kinds(argv: list[str]) -> str:
@@ -542,16 +543,16 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
 
 
 def _values(argv: list[str], kinds: str, i: int, inline: str | None, *, nargs: Any) -> tuple[list[str], int]:
-    """The words an action at ``i`` consumes, as argparse's nargs patterns consume them (an
-    option-like word is never a value, ``-.5`` and ``'-x y'`` are; '--' markers are dropped)."""
+    """The words a flag at ``i`` consumes, as argparse's nargs patterns consume them (an
+    option-like word is never a value, ``-.5`` and ``'-x y'`` are, '--' never is)."""
     if inline is not None:
         return [inline], i
     pattern = _NARGS_PATTERN.get(nargs, _NARGS_PATTERN[None])
     match = re.match(pattern, kinds[i:])
     taken = len(match.group(0)) if match else 0
-    if nargs is None and (not match or "A" not in match.group(0)):
+    if nargs is None and not taken:
         return [], i
-    return [argv[j] for j in range(i, i + taken) if kinds[j] != "-"], i + taken
+    return argv[i : i + taken], i + taken
 
 
 def _convert(values: list[str], entry: dict[str, Any], flag: str, result: LaunchCommand, *, many: bool) -> Any:

@@ -236,6 +236,9 @@ def test_each_release_is_read_as_its_own_argparse_reads_it(version, name):
     release = RELEASES["releases"][version]
     said = release["commands"][name]
     text, loader = with_config_files(RELEASES["commands"][name], RELEASES["configs"])
+    # This data is what each release's prepare_server_args made of the arguments (the launch_server
+    # path); sglang serve's own checks before it are compared in test_launch_differential.py.
+    text = text.replace("sglang serve ", "python -m sglang.launch_server ")
     launch = parse_launch_command(text, sglang_version=version, config_loader=loader)
     assert launch.flag_table_version == version
     if "error" in said:
@@ -395,9 +398,8 @@ def test_nullable_strings_read_none_as_none():
         (["--model-path", "m", "--mem-fraction-static", "-.5"], "mem_fraction_static", -0.5),
         (["--model-path", "m", "--mem-fraction-static", "-1.5"], "mem_fraction_static", -1.5),
         (["--model-path", "m", "--served-model-name", "-x y"], "served_model_name", "-x y"),
-        (["--model-path", "--", "m"], "model_path", "m"),
     ],
-    ids=["dot-five", "negative", "dash-with-space", "double-dash-value"],
+    ids=["dot-five", "negative", "dash-with-space"],
 )
 def test_argparse_takes_these_dash_words_as_values(argv, field, value):
     launch = parse_launch_command(argv, sglang_version="0.5.23")
@@ -407,8 +409,12 @@ def test_argparse_takes_these_dash_words_as_values(argv, field, value):
 def test_double_dash_ends_the_flags_and_what_follows_is_refused():
     launch = parse_launch_command(["--model-path", "m", "--", "--tp", "2"], sglang_version="0.5.23")
     assert "tp_size" not in launch and "port" not in launch
+    assert any("stray '--'" in p and "unrecognized arguments" in p for p in launch.problems)
     assert any("stray word '--tp' after '--'" in p and "SGLang refuses to start" in p for p in launch.problems)
     assert not any("ambiguous" in p for p in launch.problems)
+    # A flag never takes '--' as its value (argparse drops '-' from a flag's nargs pattern).
+    launch = parse_launch_command(["--model-path", "--", "m"], sglang_version="0.5.23")
+    assert any("--model-path needs a value" in p for p in launch.problems)
 
 
 @pytest.mark.parametrize(
@@ -431,3 +437,8 @@ def test_pasted_shell_text_reads_as_the_command_the_shell_runs(text):
     assert launch.requested == {"model_path": "m", "tp_size": 2, "port": 30000}
     assert launch.env == {"CUDA_VISIBLE_DEVICES": "0,1"}
     assert launch.problems == [] and launch.unknown == {}
+
+
+def test_a_redacted_value_is_a_value_not_a_shell_redirection():
+    launch = parse_launch_command("python -m sglang.launch_server --model-path m --api-key <redacted> --tp 2", sglang_version="0.5.23")
+    assert launch.problems == [] and launch["tp_size"] == 2 and launch["api_key"] == REDACTED

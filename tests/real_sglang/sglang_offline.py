@@ -130,6 +130,8 @@ def _entry(action: argparse.Action) -> dict:
     }
     if action.choices:
         entry["choices"] = sorted(map(str, action.choices))
+    if action.required:
+        entry["required"] = True
     if "Deprecated" in type(action).__name__:
         entry["deprecated"] = True
         if getattr(action, "new_flag", None):
@@ -171,11 +173,32 @@ def cli_table() -> dict:
     return {
         "sglang_version": __version__,
         "source": "argparse table of sglang.srt.server_args.ServerArgs.add_cli_args, written by tests/real_sglang/sglang_offline.py cli-table",
+        # What the release's --config merger computes from this parser.
+        "config": _config_merger(parser),
         "fields": dict(sorted(fields.items())),
         # Each converter a flag's value goes through (its name is the entry's "type"), as
         # the release's own source; the builtins int, str and float are left out.
         "converters": dict(sorted(converters.items())),
     }
+
+
+def _config_merger(parser: argparse.ArgumentParser) -> dict:
+    """The keys the release's ``ConfigArgumentMerger`` writes as bare flags (store_true) and
+    the keys it refuses ("Unsupported config option"), with the refused action's class, as
+    the merger itself computes them from this parser."""
+    import inspect
+
+    try:
+        from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
+    except ImportError:
+        from sglang.srt.server_args_config_parser import ConfigArgumentMerger
+    if "parser" not in inspect.signature(ConfigArgumentMerger.__init__).parameters:
+        # 0.5.5-0.5.7: prepare_server_args hands over a list of boolean actions it computes
+        # from an attribute argparse actions do not have: always empty, nothing refused.
+        return {"store_true": [], "unsupported": {}}
+    merger = ConfigArgumentMerger(parser)
+    unsupported = {key: type(action).__name__ for key, action in merger.unsupported_actions.items()}
+    return {"store_true": sorted(set(merger.store_true_actions)), "unsupported": dict(sorted(unsupported.items()))}
 
 
 class _ArgparseError(Exception):
