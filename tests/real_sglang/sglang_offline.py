@@ -132,6 +132,10 @@ def _entry(action: argparse.Action) -> dict:
         entry["choices"] = sorted(map(str, action.choices))
     if action.required:
         entry["required"] = True
+    if action.nargs == "?" and entry["kind"] == "store":
+        # "--model-checksum" with no value stores this constant, not the default.
+        const = action.const
+        entry["const"] = const if isinstance(const, (str, int, float, bool, type(None))) else repr(const)
     if "Deprecated" in type(action).__name__:
         entry["deprecated"] = True
         if getattr(action, "new_flag", None):
