@@ -515,6 +515,8 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
         dest = table.by_flag[full]
         entry = table.action(full)
         kind = entry["kind"]
+        # Messages name the flag as written and, for a prefix or an alias, as argparse names it.
+        label = flag if flag == entry["flags"][0] else f"{flag} ({'/'.join(entry['flags'])})"
         if entry.get("deprecated"):
             result.deprecated[full] = entry.get("instead") or ""
         if kind == "ignored":
@@ -531,12 +533,12 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
                 value = {"store_true": True, "store_false": False}.get(kind, entry.get("const"))
             if entry.get("takes_value"):
                 values, i = _values(argv, kinds, i, inline if eq else None, nargs=None)
-                _convert(values, entry, flag, result, many=False)  # checked against its choices, not stored
+                _convert(values, entry, label, result, many=False)  # checked against its choices, not stored
             elif eq:
                 result.problems.append(f"{flag} takes no value (got {inline!r})")
         else:
             values, i = _values(argv, kinds, i, inline if eq else None, nargs=entry.get("nargs"))
-            value = _convert(values, entry, flag, result, many=entry.get("nargs") in ("+", "*"))
+            value = _convert(values, entry, label, result, many=entry.get("nargs") in ("+", "*"))
         result.requested[dest] = value
         result.spelled[dest] = flag if not from_config else f"--config {result.config_file}"
         result.flags[dest] = full
