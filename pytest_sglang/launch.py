@@ -561,6 +561,10 @@ def _convert(values: list[str], entry: dict[str, Any], flag: str, result: Launch
     if not values and entry.get("nargs") not in ("*", "?"):
         result.problems.append(f"{flag} needs a value")
         return None
+    if not values and entry.get("nargs") == "?":
+        # argparse stores the flag's const (converted when it is text), as for --model-checksum
+        const = entry.get("const")
+        return _typed(const, entry.get("type"), flag, result) if isinstance(const, str) else const
     converted = [_typed(v, entry.get("type"), flag, result) for v in values]
     choices = entry.get("choices")
     if choices:

@@ -442,3 +442,10 @@ def test_pasted_shell_text_reads_as_the_command_the_shell_runs(text):
 def test_a_redacted_value_is_a_value_not_a_shell_redirection():
     launch = parse_launch_command("python -m sglang.launch_server --model-path m --api-key <redacted> --tp 2", sglang_version="0.5.23")
     assert launch.problems == [] and launch["tp_size"] == 2 and launch["api_key"] == REDACTED
+
+
+def test_an_optional_value_left_out_stores_the_flags_constant():
+    launch = parse_launch_command("python -m sglang.launch_server --model-path m --model-checksum", sglang_version="0.5.23")
+    assert launch["model_checksum"] == "" and launch.problems == []
+    launch = parse_launch_command("python -m sglang.launch_server --model-path m --model-checksum abc", sglang_version="0.5.23")
+    assert launch["model_checksum"] == "abc"
