@@ -480,7 +480,8 @@ def compare(case: dict, version: str, answer: dict, defaults: dict) -> list[tupl
     if "error" in answer:
         names = named_in_error(answer["error"])
         # The flag as the command spelled it (a prefix argparse completed) names it too.
-        names += [w.split("=")[0] for w in case["argv"] if w.startswith("--") and len(w.split("=")[0]) > 3 and names[0].startswith(w.split("=")[0])]
+        spellings = {w.split("=")[0] for w in case["argv"] if w.startswith("--") and len(w.split("=")[0]) > 3}
+        names += sorted(w for w in spellings if any(name.startswith(w) for name in names))
         if not any(name and name in problem for name in names for problem in problems):
             out.append((f"c: refused ({_shape(answer['error'])}), no problem names {names[0]!r}", f"SGLang: {answer['error']} | parser problems: {problems}"))
         return out
