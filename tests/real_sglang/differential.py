@@ -190,8 +190,11 @@ def value_words(draw, entry: dict, flag: str) -> list[str]:  # type: ignore[no-u
 def spelled(draw, flags: Flags, flag: str, tags: set[str]) -> str:  # type: ignore[no-untyped-def]
     """The flag as written: itself, or a prefix (unambiguous or not)."""
     st = _strategies()
-    if not draw(st.integers(0, 4)) and len(flag) > 5:
-        cut = draw(st.integers(4, len(flag) - 1))
+    if not draw(st.integers(0, 5)) and len(flag) > 5:
+        # Mostly a prefix argparse completes (from the shortest unique one), sometimes any cut.
+        unique = next((n for n in range(4, len(flag)) if flags.matches(flag[:n]) == [flag]), len(flag))
+        low = unique if unique < len(flag) and draw(st.integers(0, 2)) else 4
+        cut = draw(st.integers(low, len(flag) - 1))
         prefix = flag[:cut]
         found = flags.matches(prefix)
         tags.add("prefix" if len(found) == 1 else "ambiguous-prefix")
@@ -273,7 +276,7 @@ def launch_cases(version: str):  # type: ignore[no-untyped-def]
         entry = draw(st.sampled_from(["launch_server", "launch_server", "serve"]))
         groups: list[list[str]] = []  # a flag with its values: nothing is inserted inside one
         model = draw(st.sampled_from(MODELS))
-        how = draw(st.sampled_from(["flag", "flag", "flag", "equals", "alias", "prefix", "missing"] + (["positional", "positional"] if entry == "serve" else [])))
+        how = draw(st.sampled_from(["flag"] * 5 + ["equals", "alias", "prefix", "missing"] + (["positional", "positional", "positional"] if entry == "serve" else [])))
         if how == "positional":
             tags.add("positional-model")
         elif how == "missing":
@@ -314,7 +317,7 @@ def launch_cases(version: str):  # type: ignore[no-untyped-def]
             backend = draw(st.sampled_from(["llm", "llm", "auto", "nonsense"]))
             selector = [f"--model-type={backend}"] if draw(st.booleans()) else ["--model-type", backend]
             groups.insert(draw(st.integers(0, len(groups))), selector)
-        if not draw(st.integers(0, 9)):
+        if not draw(st.integers(0, 13)):
             tags.add("double-dash")
             groups.insert(draw(st.integers(0, len(groups))), ["--"])
         if how == "positional":
