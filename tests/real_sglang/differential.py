@@ -34,6 +34,7 @@ The fast tier (``tests/test_launch_differential.py``) checks the stored set; the
 from __future__ import annotations
 
 import json
+import random
 import re
 import shlex
 import subprocess
@@ -166,7 +167,7 @@ def value_words(draw, entry: dict, flag: str) -> list[str]:  # type: ignore[no-u
     def one() -> str:
         if is_secret_flag(flag):
             return SECRET
-        if entry.get("choices") and draw(st.integers(0, 5)):
+        if entry.get("choices") and draw(st.integers(0, 5)) != 5:
             return draw(st.sampled_from(entry["choices"]))
         if converter in ("int", "human_readable_int"):
             return draw(st.sampled_from(INTS))
@@ -190,7 +191,7 @@ def value_words(draw, entry: dict, flag: str) -> list[str]:  # type: ignore[no-u
 def spelled(draw, flags: Flags, flag: str, tags: set[str]) -> str:  # type: ignore[no-untyped-def]
     """The flag as written: itself, or a prefix (unambiguous or not)."""
     st = _strategies()
-    if not draw(st.integers(0, 5)) and len(flag) > 5:
+    if draw(st.integers(0, 5)) == 5 and len(flag) > 5:
         # Mostly a prefix argparse completes (from the shortest unique one), sometimes any cut.
         unique = next((n for n in range(4, len(flag)) if flags.matches(flag[:n]) == [flag]), len(flag))
         low = unique if unique < len(flag) and draw(st.integers(0, 2)) else 4
@@ -215,10 +216,10 @@ def flag_words(draw, flags: Flags, tags: set[str]) -> list[str]:  # type: ignore
     written = spelled(draw, flags, flag, tags)
     values = value_words(draw, entry, flag)
     tags.add(f"type:{entry.get('type')}" if values else f"kind:{entry['kind']}")
-    if len(values) == 1 and draw(st.integers(0, 2)) == 0:
+    if len(values) == 1 and draw(st.integers(0, 2)) == 2:
         tags.add("equals")
         return [f"{written}={values[0]}"]
-    if not values and entry["kind"] != "store" and not draw(st.integers(0, 30)):
+    if not values and entry["kind"] != "store" and draw(st.integers(0, 30)) == 30:
         tags.add("switch-with-value")
         return [f"{written}=1"]
     return [written, *values]
@@ -254,7 +255,7 @@ def config_file(draw, flags: Flags, tags: set[str]) -> str:  # type: ignore[no-u
             value = draw(st.sampled_from(["auto", "x y", "None", False, 3]))
         config[key] = value
         tags.add("config-" + type(value).__name__)
-    if not draw(st.integers(0, 5)):
+    if draw(st.integers(0, 5)) == 5:
         config["no-such-option"] = 1
         tags.add("config-unknown-key")
     return yaml.safe_dump(config, sort_keys=False) if config else ""
@@ -293,7 +294,7 @@ def launch_cases(version: str):  # type: ignore[no-untyped-def]
             groups.append(["--model-path", model])
         for _ in range(draw(st.integers(0, 4))):
             groups.insert(draw(st.integers(0, len(groups))), flag_words(draw, flags, tags))
-        if flags.has_config and not draw(st.integers(0, 3)):
+        if flags.has_config and draw(st.integers(0, 3)) == 3:
             text = config_file(draw, flags, tags)
             form = draw(st.sampled_from(["space", "space", "space", "equals", "two", "trailing", "not-yaml"]))
             tags.add(f"config-{form}")
@@ -312,12 +313,12 @@ def launch_cases(version: str):  # type: ignore[no-untyped-def]
                 groups.insert(draw(st.integers(0, len(groups))), config)
             if form == "trailing":
                 groups.append(["--config"])
-        if entry == "serve" and not draw(st.integers(0, 3)):
+        if entry == "serve" and draw(st.integers(0, 3)) == 3:
             tags.add("model-type")
             backend = draw(st.sampled_from(["llm", "llm", "auto", "nonsense"]))
             selector = [f"--model-type={backend}"] if draw(st.booleans()) else ["--model-type", backend]
             groups.insert(draw(st.integers(0, len(groups))), selector)
-        if not draw(st.integers(0, 13)):
+        if draw(st.integers(0, 13)) == 13:
             tags.add("double-dash")
             groups.insert(draw(st.integers(0, len(groups))), ["--"])
         if how == "positional":
@@ -325,7 +326,7 @@ def launch_cases(version: str):  # type: ignore[no-untyped-def]
         words = [w for group in groups for w in group]
         head = {"launch_server": draw(st.sampled_from(["python -m sglang.launch_server", "python3 -m sglang.launch_server"])), "serve": "sglang serve"}[entry]
         quoted = [shlex.quote(w) for w in words]
-        if not draw(st.integers(0, 3)) and quoted:
+        if draw(st.integers(0, 3)) == 3 and quoted:
             tags.add("line-continuations")
             cut = draw(st.integers(0, len(quoted) - 1))
             quoted[cut] = quoted[cut] + " \\\n   "
@@ -333,19 +334,19 @@ def launch_cases(version: str):  # type: ignore[no-untyped-def]
         for prefix in draw(st.lists(st.sampled_from(ENV_PREFIXES), max_size=2, unique=True)):
             tags.add("env-prefix")
             text = prefix + " " + text
-        if not draw(st.integers(0, 4)):
+        if draw(st.integers(0, 4)) == 4:
             tags.add("redirect")
             text += " > server.log 2>&1"
-        if not draw(st.integers(0, 3)):
+        if draw(st.integers(0, 3)) == 3:
             tags.add("shell-after")
             text += " " + draw(st.sampled_from(DECOR_AFTER))
-        if not draw(st.integers(0, 5)):
+        if draw(st.integers(0, 5)) == 5:
             tags.add("background")
             text += " &"
-        if not draw(st.integers(0, 6)):
+        if draw(st.integers(0, 6)) == 6:
             tags.add("backticks")
             text = f"`{text}`"
-        if not draw(st.integers(0, 5)):
+        if draw(st.integers(0, 5)) == 5:
             tags.add("comment")
             text += "  # started by hand"
         return {"entry": entry, "text": text, "files": files, "tags": sorted(tags)}
@@ -377,6 +378,7 @@ def generate(version: str, count: int, *, derandomize: bool, seed: int | None = 
     for case in drawn:  # distinct commands, spread over the whole run (its first ones are small)
         found.setdefault(case["text"], case)
     distinct = list(found.values())
+    random.Random(len(distinct)).shuffle(distinct)  # Hypothesis's first examples are alike
     # First a case for every kind of command drawn (its tags), then evenly spread ones.
     chosen, seen = [], set()
     for case in distinct:
