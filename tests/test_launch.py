@@ -309,7 +309,7 @@ def test_config_mappings_are_written_as_each_release_writes_them():
     config = "json-model-override-args:\n  rope_scaling: 2\n"
     new = parse_launch_command("--model-path m --config c.yaml", sglang_version="0.5.23", config_loader=_yaml(config))
     old = parse_launch_command("--model-path m --config c.yaml", sglang_version="0.5.12", config_loader=_yaml(config))
-    assert new["json_model_override_args"] == '{"rope_scaling": 2}'  # JSON from 0.5.18 on
+    assert new["json_model_override_args"] == '{"rope_scaling": 2}'  # JSON from 0.5.14 on
     assert old["json_model_override_args"] == "{'rope_scaling': 2}"  # Python's repr before
 
 
@@ -449,3 +449,13 @@ def test_an_optional_value_left_out_stores_the_flags_constant():
     assert launch["model_checksum"] == "" and launch.problems == []
     launch = parse_launch_command("python -m sglang.launch_server --model-path m --model-checksum abc", sglang_version="0.5.23")
     assert launch["model_checksum"] == "abc"
+
+
+def test_config_mappings_are_json_from_0_5_14():
+    config = "limit-mm-data-per-request:\n  image: 1\n"
+    for version, expected in (("0.5.13", None), ("0.5.14", {"image": 1}), ("0.5.15", {"image": 1})):
+        launch = parse_launch_command("--model-path m --config c.yaml", sglang_version=version, config_loader=_yaml(config))
+        if expected is None:  # repr text, which json.loads refuses: SGLang 0.5.13 does not start
+            assert any("is not a valid JSON value" in p for p in launch.problems)
+        else:
+            assert launch["limit_mm_data_per_request"] == expected and launch.problems == []
