@@ -302,12 +302,18 @@ def parse_launch_command(
             result.requested[name] = REDACTED
     # A secret may also land where no secret belongs (a stray word after a misplaced flag):
     # whatever followed a secret flag is scrubbed from every message and value.
-    hidden = secret_values(argv)
+    hidden = secret_values(argv, not_secret=lambda flag: _known_not_secret(table, flag))
     if hidden:
         result.problems = [scrub(problem, hidden) for problem in result.problems]
         result.unknown = {flag: _scrubbed(value, hidden) for flag, value in result.unknown.items()}
         result.requested = {name: _scrubbed(value, hidden) for name, value in result.requested.items()}
     return result
+
+
+def _known_not_secret(table: FlagTable, flag: str) -> bool:
+    """A flag the release's table resolves to a field that holds no secret."""
+    full, _ = table.spelling(flag)
+    return full is not None and not is_secret_key(table.by_flag[full])
 
 
 def _scrubbed(value: Any, hidden: list[str]) -> Any:

@@ -199,10 +199,17 @@ def _secret_positions(words: list[str]) -> dict[int, bool]:
     return found
 
 
-def secret_values(words: list[str]) -> list[str]:
-    """The values secret flags take in an argv (``--api-key X``, ``--api=X``), to scrub elsewhere."""
-    values = (words[i].partition("=")[2] if inline else words[i] for i, inline in _secret_positions(words).items())
-    return [value for value in values if value]
+def secret_values(words: list[str], not_secret: Any = None) -> list[str]:
+    """The values secret flags take in an argv (``--api-key X``, ``--api=X``), to scrub elsewhere.
+    ``not_secret(flag)`` may clear a flag that only looks secret (``--prompt-token``, a prefix
+    of SGLang's ``--prompt-tokens-buckets``)."""
+    found = []
+    for i, inline in _secret_positions(words).items():
+        flag_word = words[i] if inline else words[i - 1]
+        if not_secret is not None and not_secret(flag_word.partition("=")[0]):
+            continue
+        found.append(words[i].partition("=")[2] if inline else words[i])
+    return [value for value in found if value]
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:

@@ -459,3 +459,11 @@ def test_config_mappings_are_json_from_0_5_14():
             assert any("is not a valid JSON value" in p for p in launch.problems)
         else:
             assert launch["limit_mm_data_per_request"] == expected and launch.problems == []
+
+
+def test_a_flag_that_only_looks_secret_keeps_its_values():
+    # --prompt-token is argparse's prefix of --prompt-tokens-buckets, not a token
+    launch = parse_launch_command("python -m sglang.launch_server --model-path m --prompt-token -.5 x=y", sglang_version="0.5.12")
+    assert launch["prompt_tokens_buckets"] == ["-.5", "x=y"]
+    secret = parse_launch_command("python -m sglang.launch_server --model-path m --api-k sk-LOOKS-1 --tp 2", sglang_version="0.5.12")
+    assert secret["api_key"] == REDACTED and "sk-LOOKS-1" not in repr(secret)
