@@ -428,7 +428,7 @@ def _config_words(config: Mapping[str, Any], table: FlagTable, result: LaunchCom
     booleans, lists and mappings as that release writes them; a key of an action the merger
     does not support refuses to start (0.5.8+)."""
     rule = entrypoint_rule("config_merger", table.sglang_version)
-    store_true, unsupported = _config_keys(table, rule)
+    store_true, unsupported = _config_keys(table)
     words: list[str] = []
     for key, value in config.items():
         key = str(key)
@@ -451,18 +451,10 @@ def _config_words(config: Mapping[str, Any], table: FlagTable, result: LaunchCom
     return words
 
 
-def _config_keys(table: FlagTable, rule: dict[str, Any]) -> tuple[set[str], dict[str, str]]:
+def _config_keys(table: FlagTable) -> tuple[set[str], dict[str, str]]:
     """(the keys the merger writes as bare flags, the keys it refuses with their action's
-    class), as the release computes them from its parser (the flag table's ``config``), or
-    as near as the table's kinds tell for a table without it."""
-    recorded = table.config
-    if recorded:
-        return set(recorded.get("store_true", ())), dict(recorded.get("unsupported", {}))
-    store_true = {dest for dest, entry in table.fields.items() if entry["kind"] == "store_true"}
-    unsupported = {
-        dest: entry["kind"] for dest, entry in table.fields.items() if entry["kind"] in ("boolean_optional", "store_const", "store_false", "ignored")
-    }
-    return store_true, unsupported
+    class), as the release's own merger computes them from its parser (the table's ``config``)."""
+    return set(table.config.get("store_true", ())), dict(table.config.get("unsupported", {}))
 
 
 # argparse's patterns for how many words a flag consumes, over the kinds of the words that

@@ -142,7 +142,8 @@ def scrub_object(obj: Any, _depth: int = 0) -> Any:
             obj[i] = scrub_object(item, _depth + 1)
         return obj
     if isinstance(obj, tuple):
-        return type(obj)(scrub_object(item, _depth + 1) for item in obj) if not hasattr(obj, "_fields") else type(obj)(*(scrub_object(item, _depth + 1) for item in obj))
+        items = [scrub_object(item, _depth + 1) for item in obj]
+        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)  # a namedtuple takes fields
     if isinstance(obj, dict):
         for key in list(obj):
             obj[key] = scrub_object(obj[key], _depth + 1)
