@@ -1,0 +1,301 @@
+"""Judge: evaluate the knowledge base's rules on a situation and say what SGLang did and why."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from packaging.version import Version
+
+from .._text import short_repr
+from ..launch import flag_table
+from .expr import Unknown, is_unknown
+from .findings import Explanation, Finding
+from .kb import SEVERITIES, KnowledgeBase, Rule
+from .situation import _MISSING, Situation
+
+_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
+_STATUS_ORDER = {"contradicted": 0, "confirmed": 1, "predicted": 2, "undecided": 3}
+
+
+def rules_release(kb: KnowledgeBase, situation: Situation) -> tuple[Version | None, list[str]]:
+    """The release whose rules apply, and what to tell the user about that choice."""
+    version = situation.version
+    if version is None:
+        return None, [
+            "the SGLang version is unknown: only rules that hold in every release are applied; "
+            + _help(kb, "version")
+        ]
+    release = Version(version.base_version)
+    if release > kb.newest:
+        return kb.newest, [f"SGLang {version} is newer than the knowledge base ({kb.newest}): the newest rules are used, and SGLang may have changed since"]
+    if release < kb.oldest:
+        return kb.oldest, [f"SGLang {version} is older than the knowledge base ({kb.oldest}): the oldest rules are used, and that release may differ"]
+    return release, []
+
+
+def explain_situation(situation: Situation) -> Explanation:
+    kb = situation.kb
+    release, notes = rules_release(kb, situation)
+    notes = [*situation.notes, *notes]
+    findings: list[Finding] = []
+    undecided: dict[str, list[Rule]] = {}
+    evaluated = 0
+    for rule in kb.order:
+        if release is None:
+            applies = rule.first <= kb.oldest and rule.last is None
+        else:
+            applies = rule.covers(release)
+        if not applies:
+            situation.fired[rule.id] = False
+            continue
+        evaluated += 1
+        if rule.kind in ("deprecated", "unknown-flag"):
+            findings += _flag_findings(rule, situation, release)
+            continue
+        outcome = rule.condition.evaluate(situation)
+        situation.fired[rule.id] = outcome
+        if is_unknown(outcome):
+            for need in sorted(outcome.needs):
+                undecided.setdefault(_fact_key(need), []).append(rule)
+            continue
+        if not outcome:
+            continue
+        finding = _finding(rule, situation, release)
+        if finding is not None:
+            findings.append(finding)
+    findings += [_gap(kb, fact, rules) for fact, rules in sorted(undecided.items())]
+    findings.sort(key=lambda f: (_ORDER[f.severity], _STATUS_ORDER[f.status], f.rule))
+    return Explanation(
+        target=situation.target,
+        mode="target" if situation.mode == "target" else "launch",
+        sglang_version=str(situation.version) if situation.version else None,
+        rules_version=str(release) if release else None,
+        notes=notes,
+        facts=situation.facts(),
+        findings=findings,
+        rules_evaluated=evaluated,
+    )
+
+
+def _fact_key(need: str) -> str:
+    root = need.split(".", 1)[0]
+    if need in ("gpu.sm", "gpu.count", "gpu.memory_mib", "gpu.name"):
+        return need
+    return {"arg": "requested", "requested": "requested", "model": "model.arch", "effective": "server", "runtime": "runtime"}.get(root, need)
+
+
+def _help(kb: KnowledgeBase, fact: str) -> str:
+    entry = kb.knowledge.facts.get(fact)
+    if entry is None:
+        return f"give {fact}"
+    return f"{entry.what}: {entry.pytest} (pytest), {entry.cli} (command line), {entry.library} (library)"
+
+
+def _gap(kb: KnowledgeBase, fact: str, rules: list[Rule]) -> Finding:
+    entry = kb.knowledge.facts.get(fact)
+    what = entry.what if entry else fact
+    ids = [r.id for r in rules]
+    shown = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+    return Finding(
+        id=f"gap.{fact}",
+        rule=f"gap.{fact}",
+        severity="info",
+        status="undecided",
+        setting=fact,
+        title=f"{len(ids)} rule{'s' if len(ids) != 1 else ''} undecided: {what} is unknown",
+        summary=f"{what} is unknown, so {len(ids)} rule{'s' if len(ids) != 1 else ''} could not be decided ({shown})",
+        cause="A rule that needs a missing fact is neither applied nor assumed away.",
+        needs=[fact],
+        how_to_provide=[_help(kb, fact)],
+        related=ids,
+    )
+
+
+def _show(value: Any) -> str:
+    if is_unknown(value):
+        return "unknown"
+    return short_repr(value, 60)
+
+
+def _finding(rule: Rule, situation: Situation, release: Version | None) -> Finding | None:
+    predicted = rule.value_expression.evaluate(situation) if rule.value_expression is not None else None
+    setting = rule.setting
+    if situation.mode != "target" and rule.kind in ("override", "cap") and not setting.startswith("runtime."):
+        situation.predicted[setting] = predicted
+    observed, observed_source = situation.observed(setting)
+    flag = rule.requested_flag
+    requested, requested_source = _requested(situation, flag)
+    given = situation.launch is not None and flag in situation.launch.requested
+    needs = sorted(predicted.needs) if isinstance(predicted, Unknown) else []
+    status = "predicted"
+    severity = rule.severity
+    lint = False
+    if rule.kind in ("override", "cap") and observed is not _MISSING and not is_unknown(predicted):
+        if rule.kind == "cap":
+            status = "confirmed" if observed == predicted else ("contradicted" if observed > predicted else "predicted")
+            if status == "predicted" and observed < predicted:
+                return None  # another, tighter limit binds: this cap does not explain the value
+        else:
+            status = "confirmed" if _same(observed, predicted) else "contradicted"
+    elif rule.kind in ("override", "cap") and observed is _MISSING and situation.mode == "target" and setting.startswith("runtime."):
+        status = "predicted"
+    if rule.kind == "cap" and not is_unknown(predicted) and not is_unknown(requested) and isinstance(requested, (int, float)) and isinstance(predicted, (int, float)):
+        if predicted >= requested:
+            return None  # the cap does not bind
+    if rule.kind == "error":
+        severity, lint = "error", True
+    elif rule.kind == "noop":
+        severity = "warning"
+        lint = given
+    elif rule.kind == "override" and given and not is_unknown(predicted) and not _same(requested, predicted):
+        severity, lint = "warning", True
+    elif rule.kind == "cap" and given:
+        severity, lint = "warning", True
+    if status == "contradicted":
+        severity = "warning"
+    log_line, log_note = _logs(rule, situation, given)
+    summary = _summary(rule, status, requested, requested_source, observed, predicted)
+    title = rule.title
+    if status == "contradicted":
+        title = f"inconsistent: {setting} = {_show(observed)} is reported, but {rule.range_text} sets {_show(predicted)} here ({rule.id})"
+    return Finding(
+        id=rule.id,
+        rule=rule.id,
+        severity=severity,
+        status=status,
+        setting=setting,
+        title=title,
+        summary=summary,
+        requested=None if is_unknown(requested) else requested,
+        requested_source=requested_source,
+        effective=None if observed is _MISSING else observed,
+        effective_source=observed_source,
+        predicted=None if is_unknown(predicted) else predicted,
+        cause=rule.explanation.strip(),
+        versions=rule.range_text,
+        knobs=list(rule.knobs),
+        log_line=log_line,
+        log_source=situation.log_source if log_line or log_note else None,
+        log_note=log_note,
+        not_cause_of=list(rule.not_cause_of),
+        sources=_citations(situation.kb, rule, release),
+        needs=needs,
+        how_to_provide=[_help(situation.kb, _fact_key(n)) for n in needs],
+        lint=lint,
+    )
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return bool(a) is bool(b) if a is not None and b is not None else a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(a - b) < 1e-9
+    return a == b
+
+
+def _requested(situation: Situation, flag: str) -> tuple[Any, str | None]:
+    launch = situation.launch
+    if launch is None:
+        return Unknown(frozenset({"requested"})), None
+    if flag in launch.requested:
+        spelled = launch.spelled.get(flag) or launch.flags.get(flag) or flag
+        return launch.requested[flag], f"launch command {spelled} ({situation.launch_source or 'given'})"
+    return None, f"not in the launch command ({situation.launch_source or 'given'})"
+
+
+def _summary(rule: Rule, status: str, requested: Any, requested_source: str | None, observed: Any, predicted: Any) -> str:
+    name = rule.setting.removeprefix("runtime.")
+    asked = "not requested" if requested is None else ("requested: unknown (no launch command)" if is_unknown(requested) else f"requested {_show(requested)}")
+    if rule.kind == "noop":
+        return f"{rule.requested_flag} {asked}, but it has no effect here"
+    if rule.kind == "error":
+        return f"{rule.requested_flag} {asked}: SGLang refuses to start"
+    if status == "confirmed":
+        return f"{name}: {asked}, in effect {_show(observed)}"
+    if status == "contradicted":
+        return f"{name}: reported {_show(observed)}, but the rule gives {_show(predicted)}"
+    if is_unknown(predicted):
+        limit = "caps it at" if rule.kind == "cap" else "sets it from"
+        return f"{name}: {asked}; SGLang {limit} {rule.value} (known once the server runs)"
+    return f"{name}: {asked}, SGLang makes it {_show(predicted)}"
+
+
+def _logs(rule: Rule, situation: Situation, given: bool) -> tuple[str | None, str | None]:
+    line = note = None
+    if rule.log and situation.log_lines:
+        regex = re.compile(rule.log)
+        line = next((l.strip() for l in situation.log_lines if regex.search(l)), None)
+    if rule.misleading_log and situation.log_lines:
+        regex = re.compile(rule.misleading_log.pattern)
+        found = next((l.strip() for l in situation.log_lines if regex.search(l)), None)
+        if found is not None:
+            line = line or found
+            if situation.launch is None:
+                note = f"{rule.misleading_log.note} (unless the launch command gave the flag: it is unknown here)"
+            elif not given:
+                note = rule.misleading_log.note
+    return line, note
+
+
+def _citations(kb: KnowledgeBase, rule: Rule, release: Version | None) -> list[str]:
+    out = []
+    for source in rule.sources:
+        text = str(release) if release else None
+        line = kb.line_of(source, text) if text else None
+        out.append(source.cite(line, text) if line is not None else source.cite())
+    return out
+
+
+def _flag_findings(rule: Rule, situation: Situation, release: Version | None) -> list[Finding]:
+    """The rules the per-release flag tables carry: deprecated flags, and flags a release
+    does not know (argparse refuses them)."""
+    launch = situation.launch
+    if launch is None:
+        return []
+    table = flag_table(launch.flag_table_version)
+    out: list[Finding] = []
+    if rule.kind == "deprecated":
+        for flag, instead in sorted(launch.deprecated.items()):
+            dest, _ = table.lookup(flag)
+            ignored = bool(dest and table.fields.get(dest, {}).get("kind") == "ignored")
+            what = "ignored: it does nothing" if ignored else (f"use {instead}" if instead else "it may be removed")
+            out.append(
+                Finding(
+                    id=f"{rule.id}:{flag}",
+                    rule=rule.id,
+                    severity="warning",
+                    status="predicted" if situation.mode != "target" else "confirmed",
+                    setting=dest or flag,
+                    title=f"{flag} is deprecated in SGLang {launch.flag_table_version}",
+                    summary=f"{flag} is deprecated in SGLang {launch.flag_table_version}; {what}",
+                    requested=launch.requested.get(dest) if dest else None,
+                    requested_source=f"launch command {flag} ({situation.launch_source or 'given'})",
+                    cause=rule.explanation.strip(),
+                    versions=f"SGLang {launch.flag_table_version} flag table",
+                    knobs=[f"replace {flag} with {instead}"] if instead else [f"remove {flag}"],
+                    sources=_citations(situation.kb, rule, release),
+                    lint=ignored,
+                )
+            )
+    elif situation.mode != "target":  # a server that started had no unknown flag
+        for flag, value in sorted(launch.unknown.items()):
+            out.append(
+                Finding(
+                    id=f"{rule.id}:{flag}",
+                    rule=rule.id,
+                    severity="error",
+                    status="predicted" if situation.mode != "target" else "confirmed",
+                    setting=flag,
+                    title=f"SGLang {launch.flag_table_version} does not know {flag}",
+                    summary=f"{flag} is not an option of SGLang {launch.flag_table_version}: argparse refuses to start (unrecognized arguments)",
+                    requested=value,
+                    requested_source=f"launch command ({situation.launch_source or 'given'})",
+                    cause=rule.explanation.strip(),
+                    versions=f"SGLang {launch.flag_table_version} flag table",
+                    knobs=[f"remove {flag}, or check its spelling against `python -m sglang.launch_server --help`"],
+                    sources=_citations(situation.kb, rule, release),
+                    lint=True,
+                )
+            )
+    return out
