@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the models and the HTTP stack load only when a test needs a
     from .models import Effective, ModelInfo, ServerArgs
     from .target import GpuInfo, Target
 
-HOST_FIXTURES = frozenset({"sglang", "server_args", "effective", "model_info", "gpu", "requested", "sglang_logs"})
+HOST_FIXTURES = frozenset({"sglang", "server_args", "effective", "model_info", "gpu", "requested", "sglang_logs", "sglang_explain"})
 HOW_TO_GIVE_HOST = "pass --sglang-host=http://HOST:PORT (or sim://PROFILE), set SGLANG_HOST, or add sglang_hosts to the ini file"
 NO_HOST_REASON = f"no SGLang host given (--sglang-allow-no-host): {HOW_TO_GIVE_HOST}"
 

@@ -155,10 +155,18 @@ def _finding(rule: Rule, situation: Situation, release: Version | None) -> Findi
     if status == "contradicted":
         severity = "warning"
     log_line, log_note = _logs(rule, situation, given)
-    summary = _summary(rule, status, requested, requested_source, observed, predicted)
+    summary = _summary(rule, status, requested, requested_source, observed, predicted, _readable(rule, situation))
     title = rule.title
+    cause = rule.explanation.strip()
+    knobs = list(rule.knobs)
     if status == "contradicted":
-        title = f"inconsistent: {setting} = {_show(observed)} is reported, but {rule.range_text} sets {_show(predicted)} here ({rule.id})"
+        title = f"inconsistent: {setting} = {_show(observed)} is reported, but {rule.range_text} sets {_show(predicted)} here"
+        cause = (
+            f"In {rule.range_text} this rule always gives {setting} = {_show(predicted)} when {rule.when}, and it holds here. "
+            f"The target reports {_show(observed)}: it may run a patched SGLang, report a wrong version, or run with "
+            f"a flag its launch command does not show. The rule: {cause}"
+        )
+        knobs = ["check which SGLang build the server runs (pip show sglang; the image tag)", "compare the launch command with the process's own (host access)"]
     return Finding(
         id=rule.id,
         rule=rule.id,
@@ -172,16 +180,16 @@ def _finding(rule: Rule, situation: Situation, release: Version | None) -> Findi
         effective=None if observed is _MISSING else observed,
         effective_source=observed_source,
         predicted=None if is_unknown(predicted) else predicted,
-        cause=rule.explanation.strip(),
+        cause=cause,
         versions=rule.range_text,
-        knobs=list(rule.knobs),
+        knobs=knobs,
         log_line=log_line,
         log_source=situation.log_source if log_line or log_note else None,
         log_note=log_note,
         not_cause_of=list(rule.not_cause_of),
         sources=_citations(situation.kb, rule, release),
         needs=needs,
-        how_to_provide=[_help(situation.kb, _fact_key(n)) for n in needs],
+        how_to_provide=[_help(situation.kb, _fact_key(n)) for n in needs if not (n == "runtime" and situation.mode != "target")],
         lint=lint,
     )
 
@@ -200,11 +208,29 @@ def _requested(situation: Situation, flag: str) -> tuple[Any, str | None]:
         return Unknown(frozenset({"requested"})), None
     if flag in launch.requested:
         spelled = launch.spelled.get(flag) or launch.flags.get(flag) or flag
-        return launch.requested[flag], f"launch command {spelled} ({situation.launch_source or 'given'})"
-    return None, f"not in the launch command ({situation.launch_source or 'given'})"
+        return launch.requested[flag], _where(f"launch command {spelled}", situation)
+    return None, _where("not in the launch command", situation)
 
 
-def _summary(rule: Rule, status: str, requested: Any, requested_source: str | None, observed: Any, predicted: Any) -> str:
+def _where(text: str, situation: Situation) -> str:
+    source = situation.launch_source
+    return f"{text} ({source})" if source and source != "given" else text
+
+
+def _readable(rule: Rule, situation: Situation) -> str:
+    """A value expression as a user reads it: derived values that are known put in."""
+    text = rule.value or ""
+    for name in sorted(rule.reads, key=len, reverse=True):
+        if name.startswith("derived."):
+            value = situation.lookup(name)
+            if not is_unknown(value):
+                text = text.replace(name, repr(value))
+    for prefix, shown in (("runtime.mamba_cache_size", "max_mamba_cache_size"), ("runtime.", ""), ("effective.", ""), ("arg.", ""), ("requested.", "")):
+        text = text.replace(prefix, shown)
+    return text
+
+
+def _summary(rule: Rule, status: str, requested: Any, requested_source: str | None, observed: Any, predicted: Any, readable: str = "") -> str:
     name = rule.setting.removeprefix("runtime.")
     asked = "not requested" if requested is None else ("requested: unknown (no launch command)" if is_unknown(requested) else f"requested {_show(requested)}")
     if rule.kind == "noop":
@@ -217,7 +243,7 @@ def _summary(rule: Rule, status: str, requested: Any, requested_source: str | No
         return f"{name}: reported {_show(observed)}, but the rule gives {_show(predicted)}"
     if is_unknown(predicted):
         limit = "caps it at" if rule.kind == "cap" else "sets it from"
-        return f"{name}: {asked}; SGLang {limit} {rule.value} (known once the server runs)"
+        return f"{name}: {asked}; SGLang {limit} {readable}" + " (known once the server runs)"
     return f"{name}: {asked}, SGLang makes it {_show(predicted)}"
 
 

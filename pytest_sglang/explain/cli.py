@@ -1,0 +1,122 @@
+"""``pytest-sglang explain``: a running target, or a launch command without a server."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from ..secrets import scrub
+from . import explain, explain_launch, render
+from .kb import SEVERITIES
+
+_FAIL_ON = ("error", "warning", "info", "never")
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "explain",
+        help="what SGLang changed and why, for a target or a launch command",
+        description="Explain what SGLang changed in its configuration and why. Give a TARGET "
+        "(http://HOST:PORT or sim://PROFILE) to explain a running server, or --launch/--launch-file "
+        "with the GPU, version and model to predict what SGLang will do without a server.",
+    )
+    p.add_argument("target", nargs="?", metavar="TARGET", help="http(s)://HOST:PORT or sim://PROFILE")
+    launch = p.add_argument_group("a launch command instead of a target")
+    launch.add_argument("--launch", metavar="COMMAND", help="the launch command (python -m sglang.launch_server ..., sglang serve ..., docker/kubectl ...)")
+    launch.add_argument("--launch-file", metavar="FILE", help="a file holding it: a shell script, a systemd unit, a docker or kubectl command line ('-' reads standard input)")
+    launch.add_argument("--gpu", metavar="NAME", help="GPU model, e.g. 'RTX PRO 6000' or 'H100'")
+    launch.add_argument("--gpus", metavar="N", help="number of GPUs")
+    launch.add_argument("--gpu-memory", metavar="SIZE", help="memory per GPU, e.g. 96GiB or 97887MiB")
+    launch.add_argument("--sglang-version", metavar="VERSION", help="the SGLang release, e.g. 0.5.12")
+    launch.add_argument("--model", metavar="ARCH|CONFIG", help="architecture name (Qwen3_5MoeForConditionalGeneration) or the model's config.json")
+    target = p.add_argument_group("reading a target")
+    target.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the api key (default SGLANG_API_KEY)")
+    target.add_argument("--ssh", metavar="USER@HOST[:PORT]", help="host access for GPU facts, the launch command and logs (or 'local')")
+    target.add_argument("--ssh-key", metavar="PATH")
+    target.add_argument("--ssh-insecure", action="store_true", help="do not verify SSH host keys")
+    target.add_argument("--unit", metavar="UNIT", help="systemd unit running SGLang")
+    target.add_argument("--logs", metavar="SOURCE", help="journald:UNIT, file:PATH, docker:NAME, kubectl:NS/POD or cmd:COMMAND")
+    target.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    both = p.add_argument_group("both")
+    both.add_argument("--sm", metavar="SM", help="GPU compute capability, e.g. 120 or 12.0")
+    both.add_argument("--json", action="store_true", help="print the findings as JSON")
+    both.add_argument("-v", "--verbose", action="store_true", help="also print each rule's explanation, sources and the facts used")
+    both.add_argument("--fail-on", choices=_FAIL_ON, default="error", help="exit 1 when a finding is at least this severe (default error)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    launch_text = _launch_text(args)
+    if (launch_text is None) == (args.target is None):
+        raise SpecError("give either a TARGET or --launch/--launch-file, not both or neither")
+    if launch_text is not None:
+        explanation = explain_launch(
+            launch_text,
+            gpu=args.gpu,
+            sm=args.sm,
+            gpus=args.gpus,
+            gpu_memory=args.gpu_memory,
+            sglang_version=args.sglang_version,
+            model=args.model,
+        )
+    else:
+        for name in ("gpu", "gpus", "gpu_memory", "sglang_version", "model"):
+            if getattr(args, name) is not None:
+                raise SpecError(f"--{name.replace('_', '-')} is for --launch; a target reports its own (use --ssh for GPU facts, --sm for the compute capability)")
+        from ..target import connect
+
+        env = args.api_key_env or "SGLANG_API_KEY"
+        if args.api_key_env and not os.environ.get(env):
+            raise SpecError(f"--api-key-env {env}: that environment variable is not set")
+        with connect(
+            args.target,
+            api_key=os.environ.get(env) or None,
+            timeout=args.timeout,
+            sm=_sm(args.sm),
+            ssh=args.ssh,
+            ssh_key=args.ssh_key,
+            ssh_insecure=args.ssh_insecure,
+            unit=args.unit,
+            logs=args.logs,
+        ) as target:
+            explanation = explain(target)
+    if args.json:
+        print(scrub(explanation.to_json()))
+    else:
+        print(render.text(explanation, verbose=args.verbose))
+    if args.fail_on == "never":
+        return 0
+    worst = SEVERITIES.index(args.fail_on)
+    return 1 if any(SEVERITIES.index(f.severity) <= worst and f.status != "undecided" for f in explanation.findings) else 0
+
+
+def _sm(text: str | None) -> int | None:
+    if text is None:
+        return None
+    from ..gpu import sm_from_capability
+
+    return sm_from_capability(text)
+
+
+def _launch_text(args: argparse.Namespace) -> str | None:
+    if args.launch is not None and args.launch_file is not None:
+        raise SpecError("give --launch or --launch-file, not both")
+    if args.launch is not None:
+        if not args.launch.strip():
+            raise SpecError("--launch is empty: give the launch command")
+        return args.launch
+    if args.launch_file is None:
+        return None
+    if args.launch_file == "-":
+        return sys.stdin.read()
+    path = Path(args.launch_file)
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"--launch-file {path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"--launch-file {path}: is not text") from None

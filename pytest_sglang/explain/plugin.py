@@ -1,0 +1,123 @@
+"""pytest hooks for explain: the ``sglang_explain`` fixture, ``--sglang-explain`` (a per-host
+section in the terminal report) and ``--sglang-lint`` (built-in checks that fail on
+error-level findings and on requested flags that are no-ops or overridden)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..errors import SGLangError
+from ..secrets import scrub
+from . import explain, render
+from .findings import Explanation, Finding
+
+ACCEPT_INI = "sglang_lint_accept"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sglang", "SGLang server configuration")
+    group.addoption(
+        "--sglang-explain",
+        dest="sglang_explain",
+        action="store_true",
+        default=None,
+        help="add a section per host to the terminal report: what SGLang changed and why (ini: sglang_explain)",
+    )
+    group.addoption(
+        "--sglang-lint",
+        dest="sglang_lint",
+        action="store_true",
+        default=None,
+        help=f"add a check per host that fails on error-level findings and on requested flags that are no-ops or overridden (accept a finding by id: ini {ACCEPT_INI})",
+    )
+    parser.addini("sglang_explain", "add the explain section to the terminal report", type="bool", default=False)
+    parser.addini("sglang_lint", "add the lint check per host", type="bool", default=False)
+    parser.addini(ACCEPT_INI, "finding or rule ids --sglang-lint accepts (one per line)", type="linelist", default=[])
+
+
+def _enabled(config: pytest.Config, name: str) -> bool:
+    value = config.getoption(name)
+    return bool(value) if value is not None else bool(config.getini(name))
+
+
+def _session(config: pytest.Config) -> Any:
+    from ..plugin import PLUGIN
+
+    return config.stash.get(PLUGIN, None)
+
+
+@pytest.fixture(scope="session")
+def sglang_explain(sglang: Any) -> Explanation:
+    """What SGLang changed on the target and why: findings decided by the knowledge base."""
+    return explain(sglang)
+
+
+class LintItem(pytest.Item):
+    """``sglang-lint[HOST]``: fails on the findings --sglang-lint is for, unless accepted."""
+
+    def __init__(self, *, spec: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+
+    def runtest(self) -> None:
+        session = _session(self.config)
+        try:
+            target = session.target(self.spec)
+        except SGLangError as exc:
+            raise LintError([str(exc)]) from None
+        explanation = explain(target)
+        accepted = set(self.config.getini(ACCEPT_INI))
+        failing = [f for f in explanation.findings if f.lint and not render.is_accepted(f, accepted)]
+        if failing:
+            raise LintError([_line(f) for f in failing], hint=f"accept a known finding by id in the ini file: {ACCEPT_INI} = {failing[0].id}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, LintError):
+            return scrub(excinfo.value.render())
+        return super().repr_failure(excinfo)  # type: ignore[return-value]
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, self.name
+
+
+class LintError(Exception):
+    def __init__(self, lines: list[str], hint: str | None = None) -> None:
+        super().__init__("\n".join(lines))
+        self.lines, self.hint = lines, hint
+
+    def render(self) -> str:
+        out = [f"{len(self.lines)} finding{'s' if len(self.lines) != 1 else ''} fail the SGLang lint:", *(f"  {line}" for line in self.lines)]
+        if self.hint:
+            out.append(self.hint)
+        return "\n".join(out)
+
+
+def _line(finding: Finding) -> str:
+    return f"{finding.severity.upper()} [{finding.id}] {finding.title}: {finding.summary}"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = _session(config)
+    if not _enabled(config, "sglang_lint") or state is None or not state.specs:
+        return
+    for spec in state.specs:
+        items.append(LintItem.from_parent(session, name=f"sglang-lint[{spec.display}]", spec=spec))
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = _session(config)
+    if not _enabled(config, "sglang_explain") or state is None or hasattr(config, "workerinput"):
+        return
+    accepted = set(config.getini(ACCEPT_INI))
+    verbose = config.getoption("verbose") > 0
+    for spec in state.specs:
+        terminalreporter.write_sep("-", f"SGLang explain: {spec.display}")
+        try:
+            explanation = explain(state.target(spec))
+        except SGLangError as exc:
+            terminalreporter.write_line(scrub(f"{spec.display}: {exc}"))
+            continue
+        terminalreporter.write_line(render.text(explanation, verbose=verbose, width=terminalreporter._tw.fullwidth, accepted=accepted))
