@@ -171,6 +171,8 @@ def _compile(node: ast.AST, text: str, names: set[str], rules: set[str], roots: 
         if name in ("None", "True", "False"):
             constant = {"None": None, "True": True, "False": False}[name]
             return lambda scope: constant
+        if any(part.startswith("_") for part in name.split(".")):
+            raise ExpressionError(f"{text!r}: {name!r} is not a fact name")
         root = name.split(".", 1)[0]
         if roots and root not in roots:
             raise ExpressionError(f"{text!r}: {name!r} is not a fact (facts start with {', '.join(sorted(roots))})")

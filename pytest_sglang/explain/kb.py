@@ -221,7 +221,7 @@ class RuleFile(_Strict):
 class KnowledgeBase:
     """Every rule, list, default and derived value, compiled; and the source-line lock."""
 
-    def __init__(self, knowledge: KnowledgeFile, rules: list[Rule], lock: dict[str, dict[str, int]], newest: str) -> None:
+    def __init__(self, knowledge: KnowledgeFile, rules: list[Rule], lock: dict[str, dict[str, int]], newest: str, files: dict[str, str] | None = None) -> None:
         self.knowledge = knowledge
         self.rules = rules
         self.by_id = {rule.id: rule for rule in rules}
@@ -235,7 +235,8 @@ class KnowledgeBase:
             except ExpressionError as exc:
                 raise KnowledgeError(f"knowledge.toml [derived] {name}: {exc}") from None
         self.lists = {name: frozenset(members) for name, members in knowledge.lists.items()}
-        self.order = _evaluation_order(rules)
+        self.files = dict(files or {})
+        self.order = _evaluation_order(rules, self.files)
 
     def line_of(self, source: SourceRef, release: str) -> int | None:
         """The line ``source.anchor`` is on in ``release`` (from the lock), if known."""
@@ -248,7 +249,7 @@ class KnowledgeBase:
         return f"<KnowledgeBase {len(self.rules)} rules, SGLang {self.oldest}-{self.newest}>"
 
 
-def _evaluation_order(rules: list[Rule]) -> list[Rule]:
+def _evaluation_order(rules: list[Rule], files: dict[str, str]) -> list[Rule]:
     """Rules that set a value come before rules that read it as ``effective.*`` or ask
     whether it ``fired()``; a cycle is a knowledge-base error."""
     setters: dict[str, list[str]] = {}
@@ -265,7 +266,7 @@ def _evaluation_order(rules: list[Rule]) -> list[Rule]:
                 wanted |= {r for r in setters.get(name.removeprefix("effective."), []) if r != rule.id}
         missing = [r for r in wanted if r not in by_id]
         if missing:
-            raise KnowledgeError(f"rule {rule.id}: fired({missing[0]!r}) names no rule")
+            raise KnowledgeError(f"{files.get(rule.id, 'a rule file')} rule {rule.id}: fired({missing[0]!r}) names no rule")
         deps[rule.id] = wanted
     ordered: list[Rule] = []
     state: dict[str, int] = {}
@@ -274,7 +275,7 @@ def _evaluation_order(rules: list[Rule]) -> list[Rule]:
         if state.get(rule_id) == 2:
             return
         if state.get(rule_id) == 1:
-            raise KnowledgeError(f"rules depend on each other in a cycle: {' -> '.join([*path, rule_id])}")
+            raise KnowledgeError(f"{files.get(rule_id, 'a rule file')}: rules depend on each other in a cycle: {' -> '.join([*path, rule_id])}")
         state[rule_id] = 1
         for dep in sorted(deps[rule_id]):
             visit(dep, (*path, rule_id))
@@ -351,15 +352,17 @@ def load_from(*, knowledge_text: str, rule_texts: dict[str, str], lock_text: str
     for rule in rules:
         for name in rule.reads:
             if name.startswith("list.") and name.removeprefix("list.") not in knowledge.lists:
-                raise KnowledgeError(f"rule {rule.id}: {name} is not a list in knowledge.toml")
+                raise KnowledgeError(f"{seen[rule.id]} rule {rule.id}: {name} is not a list (knowledge.toml or a rule file's [lists])")
             if name.startswith("derived.") and name.removeprefix("derived.") not in knowledge.derived:
-                raise KnowledgeError(f"rule {rule.id}: {name} is not a derived value in knowledge.toml")
-    return KnowledgeBase(knowledge, rules, lock, newest)
+                raise KnowledgeError(f"{seen[rule.id]} rule {rule.id}: {name} is not a derived value (knowledge.toml or a rule file's [derived])")
+    return KnowledgeBase(knowledge, rules, lock, newest, files=seen)
+
 
 
 def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        return f"{where}: {err['msg']}" if where else err["msg"]
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        return f"{where}: {msg}" if where else msg
     return " ".join(str(exc).split())
