@@ -1,0 +1,92 @@
+"""How long explaining takes (goals: loading the knowledge base < 100 ms; explaining a target
+or a launch command < 50 ms once it is loaded).
+
+    python benchmarks/explain.py
+
+Loading is measured in a fresh interpreter (the first load of a process: reading, validating
+and compiling every rule file, after the package is imported; the import, mostly pydantic, is
+shown on its own line) and warm (the same again, caches cleared). Explaining a target is measured on the bundled
+candidate deployment after its facts were collected (collection is measured elsewhere:
+benchmarks/host_facts.py); each round recomputes the findings.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+
+from pytest_sglang import connect
+from pytest_sglang.explain import engine, explain_launch, kb
+from pytest_sglang.explain.situation import from_target
+from pytest_sglang.sim.profile import load_profile
+
+GOALS = {"load": 100.0, "explain": 50.0}
+
+
+def timed(func, rounds: int) -> list[float]:
+    func()
+    out = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        func()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def show(name: str, times: list[float], goal: float) -> bool:
+    median, worst = statistics.median(times), max(times)
+    ok = median < goal
+    print(f"{name:<58} median {median:7.2f} ms   max {worst:7.2f} ms   goal < {goal:g} ms   {'ok' if ok else 'SLOW'}")
+    return ok
+
+
+def fresh_interpreter(rounds: int = 5) -> tuple[list[float], list[float]]:
+    """(importing the explain package, then its first load), each in a new interpreter."""
+    code = (
+        "import time; t = time.perf_counter(); "
+        "from pytest_sglang.explain import kb; t1 = time.perf_counter(); kb.load(); "
+        "print((t1 - t) * 1000, (time.perf_counter() - t1) * 1000)"
+    )
+    imports, loads = [], []
+    for _ in range(rounds):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+        imports.append(float(out[0]))
+        loads.append(float(out[1]))
+    return imports, loads
+
+
+def main() -> int:
+    ok = True
+    base = kb.load()
+    print(f"knowledge base: {len(base)} rules, SGLang {base.oldest}-{base.newest}")
+
+    def warm_load() -> None:
+        kb.load.cache_clear()
+        kb.load()
+
+    imports, loads = fresh_interpreter()
+    print(f"{'import pytest_sglang.explain, fresh interpreter (pydantic included)':<58} median {statistics.median(imports):7.2f} ms   (not a goal: paid once per process)")
+    ok &= show("first load in a fresh interpreter (read, validate, compile)", loads, GOALS["load"])
+    ok &= show("load, warm (parse + validate + compile)", timed(warm_load, 30), GOALS["load"])
+    knowledge = kb.load()
+
+    command = load_profile("qwen35-122b-a10b-4xrtx6000-candidate").launch_command
+    ok &= show(
+        "explain_launch: the seed candidate, 4x RTX PRO 6000, 0.5.12",
+        timed(lambda: explain_launch(command, gpu="RTX PRO 6000", gpus=4, gpu_memory="96GiB", sglang_version="0.5.12", model="Qwen3_5MoeForConditionalGeneration", kb=knowledge), 200),
+        GOALS["explain"],
+    )
+    with connect("sim://qwen35-122b-a10b-4xrtx6000-candidate") as target:
+        target.snapshot  # collected once, as in a pytest session
+        ok &= show(
+            "explain(target): sim candidate, facts already collected",
+            timed(lambda: engine.explain_situation(from_target(knowledge, target)), 200),
+            GOALS["explain"],
+        )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
