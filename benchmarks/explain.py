@@ -18,7 +18,8 @@ import sys
 import time
 
 from pytest_sglang import connect
-from pytest_sglang.explain import engine, explain_launch, kb
+from pytest_sglang.explain import engine, kb
+from pytest_sglang.explain.api import explain_launch
 from pytest_sglang.explain.situation import from_target
 from pytest_sglang.sim.profile import load_profile
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from ..errors import SpecError
 from ..secrets import scrub
-from . import explain, explain_launch, render
+from . import render
+from .api import explain, explain_launch
 from .kb import SEVERITIES
 
 _FAIL_ON = ("error", "warning", "info", "never")

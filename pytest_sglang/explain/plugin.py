@@ -4,14 +4,15 @@ error-level findings and on requested flags that are no-ops or overridden)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..errors import SGLangError
 from ..secrets import scrub
-from . import explain, render
-from .findings import Explanation, Finding
+
+if TYPE_CHECKING:
+    from .findings import Explanation, Finding
 
 ACCEPT_INI = "sglang_lint_accept"
 
@@ -51,6 +52,8 @@ def _session(config: pytest.Config) -> Any:
 @pytest.fixture(scope="session")
 def sglang_explain(sglang: Any) -> Explanation:
     """What SGLang changed on the target and why: findings decided by the knowledge base."""
+    from .api import explain
+
     return explain(sglang)
 
 
@@ -67,6 +70,9 @@ class LintItem(pytest.Item):
             target = session.target(self.spec)
         except SGLangError as exc:
             raise LintError([str(exc)]) from None
+        from . import render
+        from .api import explain
+
         explanation = explain(target)
         accepted = set(self.config.getini(ACCEPT_INI))
         failing = [f for f in explanation.findings if f.lint and not render.is_accepted(f, accepted)]
@@ -111,6 +117,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = _session(config)
     if not _enabled(config, "sglang_explain") or state is None or hasattr(config, "workerinput"):
         return
+    from . import render
+    from .api import explain
+
     accepted = set(config.getini(ACCEPT_INI))
     verbose = config.getoption("verbose") > 0
     for spec in state.specs:
