@@ -47,10 +47,15 @@ def add_parser(subparsers: Any) -> None:
     both.add_argument("--json", action="store_true", help="print the findings as JSON")
     both.add_argument("-v", "--verbose", action="store_true", help="also print each rule's explanation, sources and the facts used")
     both.add_argument("--fail-on", choices=_FAIL_ON, default="error", help="exit 1 when a finding is at least this severe (default error)")
+    kb = p.add_argument_group("the knowledge base")
+    kb.add_argument("--list-rules", action="store_true", help="list the rules explain knows (with --json or --markdown)")
+    kb.add_argument("--markdown", action="store_true", help="with --list-rules: a Markdown table")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.list_rules:
+        return _list_rules(args)
     launch_text = _launch_text(args)
     if (launch_text is None) == (args.target is None):
         raise SpecError("give either a TARGET or --launch/--launch-file, not both or neither")
@@ -93,6 +98,24 @@ def run(args: argparse.Namespace) -> int:
         return 0
     worst = SEVERITIES.index(args.fail_on)
     return 1 if any(SEVERITIES.index(f.severity) <= worst and f.status != "undecided" for f in explanation.findings) else 0
+
+
+def _list_rules(args: argparse.Namespace) -> int:
+    import json
+
+    from . import catalog
+    from .kb import load
+
+    if args.target is not None or args.launch is not None or args.launch_file is not None:
+        raise SpecError("--list-rules takes no TARGET or launch command")
+    kb = load()
+    if args.json:
+        print(json.dumps(catalog.rows(kb), indent=2))
+    elif args.markdown:
+        print(catalog.markdown(kb), end="")
+    else:
+        print(catalog.text(kb))
+    return 0
 
 
 def _sm(text: str | None) -> int | None:
