@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Callable, Sequence
+from typing import Callable, NoReturn, Sequence
 
 from . import __version__
 from .errors import SGLangError, TargetError
@@ -28,7 +28,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_TARGET = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, as argparse does, without the usage block
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, as argparse does, without the usage block
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 

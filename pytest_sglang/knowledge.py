@@ -1,54 +1,26 @@
-"""What SGLang does, as data: architecture lists and hardware gates the normaliser needs.
+"""What the normaliser needs to know of SGLang, read from the explain knowledge base's data
+(``pytest_sglang/explain/data/knowledge.toml``), so each fact is written once.
 
-Each entry names the SGLang versions it was read from (see shared/sglang-facts.md).
+Only the lists are read here (with the standard TOML reader, no validation models), which keeps
+the normaliser's import cheap; the rules themselves are for :mod:`pytest_sglang.explain`.
 """
 
 from __future__ import annotations
 
-# configs/model_config.py multimodal_model_archs (0.5.12 :1495-1555), the members users meet most.
-MULTIMODAL_ARCHS = frozenset(
-    {
-        "Qwen3_5ForConditionalGeneration",
-        "Qwen3_5MoeForConditionalGeneration",
-        "Qwen3VLForConditionalGeneration",
-        "Qwen3VLMoeForConditionalGeneration",
-        "Qwen2_5_VLForConditionalGeneration",
-        "Qwen2VLForConditionalGeneration",
-        "Gemma3ForConditionalGeneration",
-        "Gemma4ForConditionalGeneration",
-        "Llama4ForConditionalGeneration",
-        "LlavaForConditionalGeneration",
-        "MllamaForConditionalGeneration",
-        "InternVLChatModel",
-        "KimiVLForConditionalGeneration",
-        "MiniCPMV",
-        "MiniCPMO",
-        "Glm4vForConditionalGeneration",
-        "Glm4vMoeForConditionalGeneration",
-        "Mistral3ForConditionalGeneration",
-        "DeepseekVL2ForCausalLM",
-        "Phi4MMForCausalLM",
-    }
-)
+import sys
+from importlib import resources
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+_LISTS = tomllib.loads(resources.files("pytest_sglang.explain").joinpath("data", "knowledge.toml").read_text(encoding="utf-8"))["lists"]
+
+# configs/model_config.py multimodal_model_archs (0.5.12 :1495-1555).
+MULTIMODAL_ARCHS = frozenset(_LISTS["multimodal_archs"])
 # Architectures with a mamba-like (linear attention / SSM) state cache.
-HYBRID_ARCHS = frozenset(
-    {
-        "Qwen3NextForCausalLM",
-        "Qwen3_5ForConditionalGeneration",
-        "Qwen3_5MoeForConditionalGeneration",
-        "Qwen3_5ForCausalLM",
-        "Qwen3_5MoeForCausalLM",
-        "FalconH1ForCausalLM",
-        "NemotronHForCausalLM",
-        "Lfm2ForCausalLM",
-        "GraniteMoeHybridForCausalLM",
-        "KimiLinearForCausalLM",
-        "JambaForCausalLM",
-        "MambaForCausalLM",
-        "Mamba2ForCausalLM",
-    }
-)
+HYBRID_ARCHS = frozenset(_LISTS["hybrid_archs"])
 
 
 def flashinfer_allreduce_fusion_runs_on(sm: int) -> bool:

@@ -10,7 +10,7 @@ from packaging.version import Version
 from .._text import short_repr
 from ..launch import flag_table
 from .expr import Unknown, is_unknown
-from .findings import Explanation, Finding
+from .findings import Explanation, Finding, Status
 from .kb import SEVERITIES, KnowledgeBase, Rule
 from .situation import _MISSING, Situation
 
@@ -128,7 +128,7 @@ def _finding(rule: Rule, situation: Situation, release: Version | None) -> Findi
     requested, requested_source = _requested(situation, flag)
     given = situation.launch is not None and flag in situation.launch.requested
     needs = sorted(predicted.needs) if isinstance(predicted, Unknown) else []
-    status = "predicted"
+    status: Status = "predicted"
     severity = rule.severity
     lint = False
     if rule.kind in ("override", "cap") and observed is not _MISSING and not is_unknown(predicted):

@@ -191,7 +191,8 @@ def model_facts(kb: KnowledgeBase, archs: list[str], source: str, signals: Mappi
 def config_signals(config: Mapping[str, Any]) -> dict[str, tuple[bool, str]]:
     """What a model's ``config.json`` says about its families."""
     out: dict[str, tuple[bool, str]] = {}
-    text = config.get("text_config") if isinstance(config.get("text_config"), Mapping) else config
+    nested = config.get("text_config")
+    text: Mapping[str, Any] = nested if isinstance(nested, Mapping) else config
     if "vision_config" in config or "audio_config" in config:
         out["multimodal"] = (True, "config.json has vision_config")
     experts = [text.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")]
