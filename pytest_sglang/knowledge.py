@@ -15,7 +15,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-_LISTS = tomllib.loads(resources.files("pytest_sglang.explain").joinpath("data", "knowledge.toml").read_text(encoding="utf-8"))["lists"]
+_LISTS = tomllib.loads(resources.files("pytest_sglang.explain").joinpath("data").joinpath("knowledge.toml").read_text(encoding="utf-8"))["lists"]
 
 # configs/model_config.py multimodal_model_archs (0.5.12 :1495-1555).
 MULTIMODAL_ARCHS = frozenset(_LISTS["multimodal_archs"])
