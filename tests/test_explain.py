@@ -297,3 +297,12 @@ def test_the_console_script_is_installed():
         pytest.fail(f"{script} is missing: reinstall the package (pip install -e .)")
     done = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "explain" in done.stdout
+
+
+def test_lint_and_the_report_section_under_xdist_with_several_hosts(pytester):
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest("-p", "no:benchmark", "-p", "xdist", "-n", "2", f"--sglang-host={CANDIDATE}", f"--sglang-host={BASELINE}", "--sglang-lint", "--sglang-explain")
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    assert out.count("SGLang explain: sim://") == 2
+    assert f"FAILED ::sglang-lint[{CANDIDATE}]" in out
