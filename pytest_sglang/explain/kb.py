@@ -38,7 +38,7 @@ SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 Kind = Literal["override", "cap", "noop", "error", "deprecated", "unknown-flag"]
 
 # The names a rule expression may start with (see docs/explain.md, "Facts").
-FACT_ROOTS = frozenset({"gpu", "model", "requested", "arg", "effective", "runtime", "list", "derived"})
+FACT_ROOTS = frozenset({"gpu", "model", "requested", "arg", "effective", "runtime", "list", "derived", "env"})
 
 
 class KnowledgeError(SGLangError):

@@ -71,6 +71,10 @@ class Situation(Scope):
         if root == "model":
             fact = self.model.get(rest)
             return fact.value if fact is not None and fact.value is not None else Unknown(frozenset({"model.arch"}))
+        if root == "env":
+            if self.launch is None:
+                return Unknown(frozenset({"requested"}))
+            return self.launch.env.get(rest)
         if root == "requested":
             if self.launch is None:
                 return Unknown(frozenset({"requested"}))
@@ -170,7 +174,7 @@ def _path(mapping: Mapping[str, Any], dotted: str) -> Any:
 # ---- building situations -----------------------------------------------------------------
 
 
-def model_facts(kb: KnowledgeBase, archs: list[str], source: str, signals: Mapping[str, tuple[bool, str]] | None = None) -> dict[str, Fact]:
+def model_facts(kb: KnowledgeBase, archs: list[str], source: str, signals: Mapping[str, tuple[Any, str]] | None = None) -> dict[str, Fact]:
     """The model's architecture and its families (multimodal, hybrid, MoE), from the lists in
     ``knowledge.toml``; ``signals`` (from the server or the model's config.json) win over
     the lists when present."""
@@ -178,6 +182,10 @@ def model_facts(kb: KnowledgeBase, archs: list[str], source: str, signals: Mappi
     if archs:
         facts["arch"] = Fact(archs[0], source)
     signals = dict(signals or {})
+    for name in ("vision_layers", "vision_hidden"):
+        if name in signals:
+            value, where = signals.pop(name)
+            facts[name] = Fact(value, where)
     for family, list_name in kb.knowledge.families.items():
         if family in signals:
             value, where = signals[family]
@@ -188,9 +196,9 @@ def model_facts(kb: KnowledgeBase, archs: list[str], source: str, signals: Mappi
     return facts
 
 
-def config_signals(config: Mapping[str, Any]) -> dict[str, tuple[bool, str]]:
+def config_signals(config: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     """What a model's ``config.json`` says about its families."""
-    out: dict[str, tuple[bool, str]] = {}
+    out: dict[str, tuple[Any, str]] = {}
     nested = config.get("text_config")
     text: Mapping[str, Any] = nested if isinstance(nested, Mapping) else config
     if "vision_config" in config or "audio_config" in config:
@@ -198,6 +206,14 @@ def config_signals(config: Mapping[str, Any]) -> dict[str, tuple[bool, str]]:
     experts = [text.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")]
     if any(isinstance(e, int) and e > 1 for e in experts):
         out["moe"] = (True, "config.json num_experts")
+    vision = config.get("vision_config")
+    if isinstance(vision, Mapping):
+        layers = next((vision[k] for k in ("num_hidden_layers", "depth", "num_layers") if isinstance(vision.get(k), int)), None)
+        hidden = next((vision[k] for k in ("hidden_size", "embed_dim", "width") if isinstance(vision.get(k), int)), None)
+        if layers is not None:
+            out["vision_layers"] = (layers, "config.json vision_config layers")
+        if hidden is not None:
+            out["vision_hidden"] = (hidden, "config.json vision_config hidden size")
     layer_types = text.get("layer_types")
     if isinstance(layer_types, list) and any(isinstance(t, str) and ("linear" in t or "mamba" in t) for t in layer_types):
         out["hybrid"] = (True, "config.json layer_types has linear-attention layers")
@@ -206,7 +222,7 @@ def config_signals(config: Mapping[str, Any]) -> dict[str, tuple[bool, str]]:
     return out
 
 
-def read_model(model: str | Mapping[str, Any] | None) -> tuple[list[str], dict[str, tuple[bool, str]], str]:
+def read_model(model: str | Mapping[str, Any] | None) -> tuple[list[str], dict[str, tuple[Any, str]], str]:
     """A model given as an architecture name, a config.json path, or its parsed mapping."""
     if model is None:
         return [], {}, ""
@@ -297,7 +313,7 @@ def from_target(kb: KnowledgeBase, target: Target) -> Situation:
     memories = [g.memory_mib for g in target.gpus if g.memory_mib]
     if memories:
         situation.gpu["memory_mib"] = Fact(min(memories), f"{target.facts.host.gpu_source if target.facts.host else 'host'} memory.total (smallest GPU)")
-    signals: dict[str, tuple[bool, str]] = {}
+    signals: dict[str, tuple[Any, str]] = {}
     if effective.is_multimodal is not None:
         signals["multimodal"] = (effective.is_multimodal, effective.source_of("is_multimodal"))
     if effective.is_hybrid is not None:
