@@ -15,7 +15,7 @@ from pytest_sglang.errors import SpecError
 from pytest_sglang.explain import Explanation, explain, explain_launch
 from pytest_sglang.sim.profile import load_profile
 
-from support import artefact
+from support import artefact, corpus_files, corpus_text
 
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
@@ -306,3 +306,15 @@ def test_lint_and_the_report_section_under_xdist_with_several_hosts(pytester):
     out = result.stdout.str()
     assert out.count("SGLang explain: sim://") == 2
     assert f"FAILED ::sglang-lint[{CANDIDATE}]" in out
+
+
+@pytest.mark.parametrize("path", corpus_files("launch_commands"), ids=lambda p: p.name)
+def test_every_corpus_launch_command_explains_under_every_release(path):
+    from pytest_sglang.launch import table_versions
+
+    text = corpus_text(path)
+    for version in table_versions():
+        explanation = explain_launch(text, gpu="H200", gpus=8, gpu_memory="141GiB", sglang_version=version)
+        assert explanation.rules_version == version
+        # SGLang started these servers: only a flag the release does not know may be an error.
+        assert [f.id for f in explanation.errors if f.rule != "flags.unknown"] == [], version
