@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..checks import Check, Outcome, add_items
 from ..errors import SGLangError
 from ..secrets import scrub
 
@@ -57,47 +58,23 @@ def sglang_explain(sglang: Any) -> Explanation:
     return explain(sglang)
 
 
-class LintItem(pytest.Item):
-    """``sglang-lint[HOST]``: fails on the findings --sglang-lint is for, unless accepted."""
+def _lint(config: pytest.Config, spec: Any) -> Outcome:
+    from . import render
+    from .api import explain
 
-    def __init__(self, *, spec: Any, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.spec = spec
-
-    def runtest(self) -> None:
-        session = _session(self.config)
-        try:
-            target = session.target(self.spec)
-        except SGLangError as exc:
-            raise LintError([str(exc)]) from None
-        from . import render
-        from .api import explain
-
-        explanation = explain(target)
-        accepted = set(self.config.getini(ACCEPT_INI))
-        failing = [f for f in explanation.findings if f.lint and not render.is_accepted(f, accepted)]
-        if failing:
-            raise LintError([_line(f) for f in failing], hint=f"accept a known finding by id in the ini file: {ACCEPT_INI} = {failing[0].id}")
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, LintError):
-            return scrub(excinfo.value.render())
-        return super().repr_failure(excinfo)  # type: ignore[return-value]
-
-    def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, self.name
+    explanation = explain(_session(config).target(spec))
+    accepted = set(config.getini(ACCEPT_INI))
+    failing = [f for f in explanation.findings if f.lint and not render.is_accepted(f, accepted)]
+    kept = [f for f in explanation.findings if f.lint and render.is_accepted(f, accepted)]
+    return Outcome(
+        failures=[_line(f) for f in failing],
+        notes=[f"accepted: [{f.id}] {f.title}" for f in kept],
+        record={"findings": [f.id for f in failing], "accepted": [f.id for f in kept]},
+        hint=f"accept a known finding by id in the ini file: {ACCEPT_INI} = {failing[0].id}" if failing else None,
+    )
 
 
-class LintError(Exception):
-    def __init__(self, lines: list[str], hint: str | None = None) -> None:
-        super().__init__("\n".join(lines))
-        self.lines, self.hint = lines, hint
-
-    def render(self) -> str:
-        out = [f"{len(self.lines)} finding{'s' if len(self.lines) != 1 else ''} fail the SGLang lint:", *(f"  {line}" for line in self.lines)]
-        if self.hint:
-            out.append(self.hint)
-        return "\n".join(out)
+LINT = Check(name="sglang-lint", heading="{n} finding(s) fail the SGLang lint", run=_lint)
 
 
 def _line(finding: Finding) -> str:
@@ -109,8 +86,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     state = _session(config)
     if not _enabled(config, "sglang_lint") or state is None or not state.specs:
         return
-    for spec in state.specs:
-        items.append(LintItem.from_parent(session, name=f"sglang-lint[{spec.display}]", spec=spec))
+    add_items(session, items, LINT, state.specs)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
