@@ -1,0 +1,1 @@
+"""Baselines of the effective configuration: documents, typed diffs, per-field policy."""

@@ -1,0 +1,1 @@
+"""pytest hooks for baselines: ``--sglang-baseline DIR``, ``--sglang-update-baseline``."""

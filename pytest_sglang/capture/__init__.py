@@ -1,0 +1,1 @@
+"""Capture what was collected from a host, and replay it offline (``replay:FILE``)."""

@@ -1,0 +1,1 @@
+"""pytest hooks for capture: ``--sglang-capture DIR``."""

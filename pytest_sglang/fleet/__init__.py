@@ -1,0 +1,1 @@
+"""Fleet drift: whether several hosts run the same effective configuration."""

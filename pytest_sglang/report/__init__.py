@@ -1,0 +1,1 @@
+"""Reports of a run: JUnit properties, JSON (with its schema) and a Markdown summary."""

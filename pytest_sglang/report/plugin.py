@@ -1,0 +1,1 @@
+"""pytest hooks for reports: ``--sglang-report-json``, ``--sglang-report-md``, JUnit properties."""
