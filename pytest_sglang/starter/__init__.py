@@ -1,0 +1,1 @@
+"""Starter suites generated from a known-good host (``pytest-sglang init``)."""

@@ -1,0 +1,73 @@
+"""``pytest-sglang init TARGET``: a starter suite from a known-good host."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from ..secrets import scrub
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "init",
+        help="generate a starter suite from a known-good host",
+        description="Generate a starter suite from a known-good host: tests for its key effective values "
+        "with the thresholds it has, the markers its hardware needs, an ini file, and its baseline "
+        "(with --baseline-dir). The suite passes against that host.",
+    )
+    p.add_argument("target", metavar="TARGET", help="http(s)://HOST:PORT, sim://PROFILE or replay:FILE")
+    p.add_argument("-o", "--output", default="sglang_suite", metavar="DIR", help="directory to write (default sglang_suite)")
+    p.add_argument("--baseline-dir", metavar="DIR", help="also write the host's baseline there (relative to the output directory), and name it in the ini file")
+    p.add_argument("--force", action="store_true", help="overwrite files that exist")
+    p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the api key (default SGLANG_API_KEY)")
+    p.add_argument("--ssh", metavar="USER@HOST[:PORT]", help="host access for GPU facts, the launch command and logs (or 'local')")
+    p.add_argument("--unit", metavar="UNIT")
+    p.add_argument("--logs", metavar="SOURCE")
+    p.add_argument("--sm", metavar="SM", help="GPU compute capability when the target cannot tell")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    p.add_argument("--json", action="store_true", help="print what was written and pinned as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..gpu import sm_from_capability
+    from ..target import connect
+    from .generate import generate, suite_values, write
+
+    env = args.api_key_env or "SGLANG_API_KEY"
+    if args.api_key_env and not os.environ.get(env):
+        raise SpecError(f"--api-key-env {env}: that environment variable is not set")
+    out = Path(args.output)
+    with connect(
+        args.target,
+        api_key=os.environ.get(env) or None,
+        timeout=args.timeout,
+        sm=sm_from_capability(args.sm) if args.sm else None,
+        ssh=args.ssh,
+        unit=args.unit,
+        logs=args.logs,
+    ) as target:
+        starter = generate(target, baseline_dir=args.baseline_dir)
+        written = write(starter, out, force=args.force)
+        if args.baseline_dir:
+            written += _write_baseline(target, out / args.baseline_dir)
+        values = suite_values(target)
+    if args.json:
+        print(scrub(json.dumps({"written": [str(p) for p in written], "pinned": starter.pinned, "values": values}, indent=2, default=str)))
+    else:
+        for path in written:
+            print(f"wrote {path}")
+        print(f"pinned: {'; '.join(starter.pinned)}")
+        print(f"run it: pytest {out}")
+    return 0
+
+
+def _write_baseline(target: Any, directory: Path) -> list[Path]:
+    from .. import baseline
+
+    return [baseline.write_baseline(target, directory)]  # type: ignore[attr-defined]

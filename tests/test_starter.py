@@ -1,0 +1,58 @@
+"""``pytest-sglang init``: a starter suite generated from a known-good host passes against that
+host and catches the seed candidate's regressions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
+CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
+
+
+def cli(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli", *args], capture_output=True, text=True, timeout=180, cwd=cwd)
+
+
+@pytest.mark.parametrize("origin", [BASELINE, "sim://llama31-8b-1xh100-0.5.9", "sim://qwen35-122b-a10b-4xrtx6000-0.5.23"])
+def test_the_generated_suite_passes_against_the_host_it_came_from(pytester, origin):
+    done = cli("init", origin, "-o", str(pytester.path), "--force")
+    assert done.returncode == 0, done.stderr
+    result = pytester.runpytest("-p", "no:benchmark")  # the generated pytest.ini names the host
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 8 and "failed" not in outcomes and "error" not in outcomes, result.stdout.str()
+
+
+def test_generated_from_the_seed_baseline_it_fails_against_the_seed_candidate(pytester):
+    assert cli("init", BASELINE, "-o", str(pytester.path), "--force").returncode == 0
+    result = pytester.runpytest("-p", "no:benchmark", f"--sglang-host={CANDIDATE}")
+    failed = {line.split("::")[1].split("[")[0] for line in result.stdout.lines if line.startswith("FAILED")}
+    assert {"test_max_running_requests", "test_prefill_cuda_graph"} <= failed
+
+
+def test_init_refuses_to_overwrite_and_says_how(tmp_path):
+    assert cli("init", BASELINE, "-o", str(tmp_path)).returncode == 0
+    again = cli("init", BASELINE, "-o", str(tmp_path))
+    assert again.returncode == 2 and "--force" in again.stderr and len(again.stderr.strip().splitlines()) == 1
+
+
+def test_init_json_names_what_it_pinned(tmp_path):
+    done = cli("init", BASELINE, "-o", str(tmp_path), "--json")
+    data = json.loads(done.stdout)
+    assert "max_running_requests >= 48" in data["pinned"] and data["values"]["tp_size"] == 4
+
+
+def test_init_of_an_unreachable_host_is_exit_3(tmp_path, free_port):
+    done = cli("init", f"http://127.0.0.1:{free_port}", "-o", str(tmp_path), "--timeout", "2")
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+
+
+def test_no_api_key_reaches_the_generated_files(tmp_path):
+    assert cli("init", f"{BASELINE}?api_key=sk-init-4242", "-o", str(tmp_path)).returncode == 0
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert "sk-init-4242" not in path.read_text() and "redacted" not in path.read_text(), path
+    assert "SGLANG_API_KEY" in (tmp_path / "pytest.ini").read_text()
