@@ -107,3 +107,9 @@ def test_the_real_log_read_through_the_file_source_agrees_with_http(pytester, re
         "--sglang-host", real_llama.url, "--sglang-ssh", "local", "--sglang-logs", f"file:{real_llama.log_path}", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(passed=1)
+
+
+def test_explain_finds_nothing_false_on_a_real_server(real_llama):
+    from real_explain import assert_no_false_findings
+
+    assert_no_false_findings(real_llama)

@@ -19,3 +19,9 @@ def test_the_tp2_qwen3_moe_server(pytester, real_qwen_moe_tp2):
     assert e.moe_runner_backend == raw["moe_runner_backend"]
     pytester.makepyfile(FIXTURE_SUITE)
     pytester.runpytest("--sglang-host", real_qwen_moe_tp2.url, "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_explain_finds_nothing_false_on_a_real_server(real_qwen_moe_tp2):
+    from real_explain import assert_no_false_findings
+
+    assert_no_false_findings(real_qwen_moe_tp2)

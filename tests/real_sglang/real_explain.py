@@ -1,18 +1,17 @@
-"""Explain against real SGLang 0.5.23 servers on CPU (run with --real-sglang): with the server's
-own answers, its launch command and its log, the knowledge base finds nothing false: no error,
-no warning, no contradiction; and each server is explained by the rules of its own release."""
+"""Explain against a real SGLang 0.5.23 server on CPU: with the server's own answers, its launch
+command and its log, the knowledge base finds nothing false (no error, no warning, no
+contradiction), and the server is explained by the rules of its own release. Used by the
+modules that already run a server, so no server is started for it alone."""
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
 from pytest_sglang import connect
 from pytest_sglang.explain import explain
 
 
-@pytest.mark.parametrize("server", ["real_llama", "real_qwen_moe_tp2"])
-def test_a_real_server_explains_without_false_findings(server, request):
-    real = request.getfixturevalue(server)
+def assert_no_false_findings(real: Any) -> None:
     with connect(real.url, ssh="local", logs=f"file:{real.log_path}") as target:
         explanation = explain(target)
         assert target.launch_command, "0.5.23 reports its launch command: the rules read what was requested"
