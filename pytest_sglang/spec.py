@@ -3,7 +3,8 @@
     http://gpu1:30000            a live SGLang server
     https://gpu1:443/sglang      the same behind TLS and a path prefix
     sim://PROFILE                a bundled simulated deployment, started for the session
-    sim:///path/to/profile.json  a simulated deployment from a profile file
+    sim:///path/to/profile.json  a simulated deployment from a profile file (or a capture)
+    replay:FILE                  a capture file, read offline (see pytest_sglang.capture)
 
 Query parameters carry per-host options: ``?api_key_env=GPU1_KEY`` names the environment
 variable that holds this host's api key (the key itself never appears in a spec, so never
@@ -60,14 +61,16 @@ class HostSpec:
     def base_url(self) -> str:
         if self.scheme == "sim":
             raise SpecError(f"{self.display} has no URL until the simulator is started")
+        if self.scheme == "replay":
+            raise SpecError(f"{self.display} is a capture: it has no URL")
         port = f":{self.port}" if self.port else ""
         return f"{self.scheme}://{self.host}{port}{self.path}"
 
     @property
     def display(self) -> str:
         """Secret-free name used in test ids, headers and messages."""
-        if self.scheme == "sim":
-            return f"sim://{self.host}"
+        if self.scheme in ("sim", "replay"):
+            return f"sim://{self.host}" if self.scheme == "sim" else f"replay:{self.host}"
         return self.base_url
 
     def __str__(self) -> str:
@@ -95,6 +98,11 @@ def parse_spec(text: str) -> HostSpec:
     raw = text.strip()
     if not raw:
         raise SpecError("empty --sglang-host: give http://HOST:PORT or sim://PROFILE")
+    if raw[:7].lower() == "replay:":  # replay:FILE, a capture: the rest is a path, no options
+        path = raw[7:].removeprefix("//")
+        if not path or "?" in path:
+            raise SpecError("replay: takes a capture file and no options, e.g. replay:captures/gpu1.json")
+        return HostSpec(raw=raw, scheme="replay", host=path)
     if "://" not in raw:
         bare = raw.split("?", 1)[0]
         hint = f"http://{bare}" if re.match(r"^[\w.-]+:\d+$", bare) else "http://HOST:PORT"

@@ -94,6 +94,10 @@ class Target:
 
     @classmethod
     def _open(cls, spec: HostSpec, options: TargetOptions) -> Target:
+        if spec.scheme == "replay":  # a capture file, read offline
+            from .capture.replay import open_capture
+
+            return open_capture(spec, options)
         api_key = _api_key_for(spec, options)
         overrides: dict[str, Any] = {"sm": options.sm} if options.sm is not None else {}
         if spec.is_simulated:

@@ -1,0 +1,199 @@
+"""The capture file: one JSON object holding what was collected from one host.
+
+    {"format": "pytest-sglang-capture/1",
+     "provenance": {"captured_at": ..., "target": "http://gpu1:30000", ...},
+     "facts": <pytest_sglang.facts.Facts as JSON>}
+
+The facts are the ones live, simulated and replayed targets share (HTTP bodies, host facts,
+launch command, log lines), already redacted by the collector; the whole object goes through
+the scrubber once more on the way to disk. See docs/capture.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .. import __version__
+from ..errors import SpecError
+from ..facts import FACTS_FORMAT, Facts
+from ..secrets import scrub
+
+if TYPE_CHECKING:
+    from ..target import Target
+
+FORMAT = "pytest-sglang-capture/1"
+_FORMAT_PREFIX = "pytest-sglang-capture/"
+
+
+class CaptureProvenance(BaseModel):
+    """Where a capture comes from: when, from which host (the spec's display, never a key),
+    read how, by which pytest-sglang, and the SGLang version the host reported."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    captured_at: datetime
+    target: str
+    origin: str = "http"  # "http" (a live server) or "sim" (a simulated deployment)
+    host_access: str | None = None  # "ssh://root@gpu1:22", "local", "simulator profile NAME"
+    pytest_sglang_version: str
+    sglang_version: str | None = None
+    summary: str | None = None  # Target.describe(): version, model, GPU, tp
+
+
+def provenance_of(target: Target) -> CaptureProvenance:
+    facts = target.facts
+    return CaptureProvenance(
+        captured_at=datetime.now(timezone.utc),
+        target=target.spec.display,
+        origin=facts.origin,
+        host_access=facts.host.where if facts.host is not None else None,
+        pytest_sglang_version=__version__,
+        sglang_version=target.version,
+        summary=target.describe(),
+    )
+
+
+def capture_data(target: Target) -> dict[str, Any]:
+    """The capture of an open target as a JSON-able object, every string scrubbed. A replayed
+    target gives back the capture it was read from (its provenance and facts unchanged)."""
+    from .replay import ReplayTarget
+
+    if isinstance(target, ReplayTarget):
+        provenance, facts = target.provenance, target.captured_facts
+    else:
+        provenance, facts = provenance_of(target), target.facts
+    data = {
+        "format": FORMAT,
+        "provenance": provenance.model_dump(mode="json"),
+        "facts": facts.model_dump(mode="json"),
+    }
+    return _scrubbed(data)
+
+
+def write_capture(target: Target, path: str | os.PathLike[str]) -> CaptureProvenance:
+    """Write the capture of an open target to ``path`` (its folder is created); returns its
+    provenance. A path that cannot be written is a one-line :class:`SpecError`."""
+    data = capture_data(target)
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    _write_text(Path(path), text)
+    return CaptureProvenance.model_validate(data["provenance"])
+
+
+def read_capture(path: str | os.PathLike[str]) -> tuple[CaptureProvenance, Facts]:
+    """The provenance and facts of a capture file. A missing, unreadable, corrupt or
+    wrong-format file is a one-line :class:`SpecError` naming the file and what to do."""
+    return parse_capture(load_capture_json(path), str(path))
+
+
+def load_capture_json(path: str | os.PathLike[str]) -> Any:
+    """The JSON of a capture file (not yet checked to be one)."""
+    file = Path(path).expanduser()
+    shown = str(path)
+    if file.is_dir():
+        raise SpecError(f"capture {shown} is a directory: give a capture file (pytest-sglang capture TARGET -o FILE writes one)")
+    if not file.exists():
+        where = "" if file.is_absolute() else f" (a relative path is read from the current directory, {Path.cwd()})"
+        raise SpecError(f"capture file {shown} does not exist{where}: write one with pytest-sglang capture TARGET -o {shown}")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"capture file {shown} is not text: a capture is JSON written by pytest-sglang capture") from None
+    except OSError as exc:
+        raise SpecError(f"capture file {shown} cannot be read ({exc.strerror or exc})") from None
+    if not text.strip():
+        raise SpecError(f"capture file {shown} is empty: capture the host again")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        at = f" at line {line}" if line else ""
+        raise SpecError(f"capture file {shown} is not valid JSON{at} (truncated or edited?): capture the host again") from None
+
+
+def parse_capture(data: Any, shown: str) -> tuple[CaptureProvenance, Facts]:
+    """Check a loaded capture object: its format, provenance and facts."""
+    if not isinstance(data, dict):
+        raise SpecError(f"capture file {shown} is not a pytest-sglang capture: it must hold one JSON object with \"format\": \"{FORMAT}\"")
+    fmt = data.get("format")
+    if not isinstance(fmt, str) or not fmt.startswith(_FORMAT_PREFIX):
+        if "template" in data and "runtime" in data:
+            raise SpecError(f"{shown} is a simulator profile, not a capture: run it with sim://{shown}")
+        raise SpecError(f"capture file {shown} is not a pytest-sglang capture (no \"format\": \"{FORMAT}\"): write one with pytest-sglang capture TARGET -o FILE")
+    if fmt != FORMAT:
+        raise SpecError(f"capture file {shown} has format {fmt[:40]!r}; this pytest-sglang {__version__} reads {FORMAT!r}: upgrade pytest-sglang or capture the host again")
+    try:
+        provenance = CaptureProvenance.model_validate(data.get("provenance"))
+    except ValidationError as exc:
+        raise SpecError(f"capture file {shown}: provenance is not valid ({_first_error(exc)}): capture the host again") from None
+    facts_data = data.get("facts")
+    if isinstance(facts_data, dict) and facts_data.get("format", FACTS_FORMAT) != FACTS_FORMAT:
+        raise SpecError(f"capture file {shown}: facts have format {str(facts_data.get('format'))[:20]}, this pytest-sglang reads {FACTS_FORMAT}: capture the host again")
+    try:
+        facts = Facts.model_validate(facts_data)
+    except ValidationError as exc:
+        raise SpecError(f"capture file {shown}: facts are not valid ({_first_error(exc)}): capture the host again") from None
+    if facts.body("server_info") is None:
+        raise SpecError(f"capture file {shown} holds no /server_info answer: it cannot stand for a server; capture the host again")
+    return provenance, facts
+
+
+def safe_file_name(display: str) -> str:
+    """A file name for a host's capture: its display with everything but letters, digits,
+    '.', '_' and '-' turned into '_' (``sim://NAME`` -> ``sim_NAME.json``)."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", display).strip("._") or "host"
+    return f"{stem[:150]}.json"
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Written whole or not at all: a temporary file in the same folder, then renamed."""
+    if path.is_dir():
+        raise SpecError(f"{path} is a directory: give the capture file's name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            os.chmod(tmp, 0o666 & ~_umask())  # as open() would create it (mkstemp makes it 0600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise SpecError(f"cannot write the capture {path} ({exc.strerror or exc})") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _scrubbed(obj: Any) -> Any:
+    """A copy with every registered secret removed from every string, keys included."""
+    if isinstance(obj, str):
+        return scrub(obj)
+    if isinstance(obj, dict):
+        return {scrub(str(k)): _scrubbed(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_scrubbed(v) for v in obj]
+    return obj
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False, include_input=False)
+    if not errors:
+        return "not valid"
+    first = errors[0]
+    field = ".".join(str(p) for p in first.get("loc", ())) or "the object"
+    message = " ".join(str(first.get("msg", "is not valid")).split())
+    more = f"; and {len(errors) - 1} more" if len(errors) > 1 else ""
+    return f"{field}: {message[:1].lower()}{message[1:]}{more}"
