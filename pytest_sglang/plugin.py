@@ -185,6 +185,14 @@ class SGLangPlugin:
             raise found
         return found
 
+    def open_all(self) -> None:
+        """Open every target not opened yet at once, one thread per host (each keeps its own error)."""
+        pending = [spec for spec in self.specs if spec.display not in self._targets]
+        if len(pending) > 1:
+            from .fleet import open_targets
+
+            self._targets.update(open_targets(pending, self.options))
+
     # ---- hooks ----------------------------------------------------------------------------
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         return [scrub(line) for line in self._header(config)]
@@ -197,6 +205,7 @@ class SGLangPlugin:
         if config.getoption("collectonly"):
             return [f"sglang: {spec.display}" for spec in self.specs]
         lines = []
+        self.open_all()
         for spec in self.specs:
             try:
                 target = self.target(spec)

@@ -1,0 +1,116 @@
+"""The Markdown summary of a run's report, for a pull request comment: the verdict, one table
+row per host, then only what holds the promotion (failing checks, baseline diffs, fleet drift,
+error and warning findings, failing tests), each list cut short with a pointer to the JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .build import FAILED_OUTCOMES, HOLD, baseline_diffs
+
+LIMIT = 8  # lines per list: the comment stays readable without scrolling
+MARK = {"promote": "✅ promote", "hold": "❌ hold"}
+
+
+def _cell(value: Any, limit: int = 60) -> str:
+    text = "—" if value is None or value == "" else str(value)
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _code(value: Any, limit: int = 40) -> str:
+    import json
+
+    text = json.dumps(value, default=str) if not isinstance(value, str) else value
+    text = " ".join(text.split()).replace("`", "'")
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return f"`{text}`"
+
+
+def _capped(lines: list[str], what: str) -> list[str]:
+    if len(lines) <= LIMIT:
+        return lines
+    return lines[:LIMIT] + [f"- … and {len(lines) - LIMIT} more {what} (see the JSON report)"]
+
+
+def _tests_cell(counts: dict[str, int]) -> str:
+    parts = [f"{counts[k]} {k}" for k in ("passed", "failed", "error", "skipped") if counts.get(k)]
+    return ", ".join(parts) or "none"
+
+
+def _checks_cell(checks: list[dict[str, Any]]) -> str:
+    if not checks:
+        return "—"
+    failed = sum(1 for c in checks if not c.get("passed"))
+    return f"{len(checks) - failed}/{len(checks)} passed"
+
+
+def render(doc: dict[str, Any]) -> str:
+    verdict = doc["verdict"]
+    lines = [f"## SGLang promotion gate: {'❌ HOLD' if verdict == HOLD else '✅ PROMOTE'}", ""]
+    if doc["reasons"]:
+        lines += [f"Held because: {'; '.join(_cell(r, 120) for r in doc['reasons'][:4])}" + (" …" if len(doc["reasons"]) > 4 else ""), ""]
+    hosts = doc["hosts"]
+    if hosts:
+        lines += ["| host | verdict | SGLang | model | GPU | tests | checks |", "|---|---|---|---|---|---|---|"]
+        for h in hosts:
+            facts = h.get("facts") or {}
+            lines.append(
+                f"| {_cell(h['host'])} | {MARK.get(h['verdict'], h['verdict'])} | {_cell(facts.get('sglang_version'))} | {_cell(facts.get('model'), 40)} "
+                f"| {_cell(facts.get('gpu'), 40)} | {_tests_cell(h['counts'])} | {_checks_cell(h['checks'])} |"
+            )
+        lines.append("")
+    unread = [f"- **{_cell(h['host'])}**: {_cell(h['error'], 200)}" for h in hosts if h.get("error")]
+    if unread:
+        lines += ["### Hosts not read", *_capped(unread, "hosts"), ""]
+
+    checks = [c for h in hosts for c in h["checks"]] + list(doc.get("run_checks", []))
+    failing = []
+    for c in checks:
+        if c.get("passed"):
+            continue
+        where = f"[{c['host']}]" if c.get("host") else ""
+        first = (c.get("failures") or ["failed"])[0]
+        more = len(c.get("failures") or []) - 1
+        failing.append(f"- **{_cell(c['check'])}{_cell(where) if where else ''}**: {_cell(first, 140)}" + (f" (+{more} more)" if more > 0 else ""))
+    if failing:
+        lines += ["### Failing checks", *_capped(failing, "failing checks"), ""]
+
+    diffs = []
+    for c in checks:
+        for d in baseline_diffs(c):
+            if d.get("failing") is False:
+                continue
+            field = d.get("path") or d.get("field") or "?"
+            why = f" — explained by `{d['finding']}`" if d.get("finding") else ""
+            diffs.append(f"| {_cell(c.get('host'))} | `{_cell(field, 50)}` | {_code(d.get('baseline'))} | {_code(d.get('live'))} | {_cell(d.get('status'), 20)}{_cell(why, 60) if why else ''} |")
+    if diffs:
+        table = ["| host | field | baseline | live | status |", "|---|---|---|---|---|"]
+        shown = diffs[:LIMIT] + ([f"| … | {len(diffs) - LIMIT} more (see the JSON report) | | | |"] if len(diffs) > LIMIT else [])
+        lines += ["### Baseline diffs", *table, *shown, ""]
+
+    drift = []
+    for c in doc.get("run_checks", []):
+        for host, host_diffs in (c.get("differences") or {}).items():
+            fields = ", ".join(f"`{d['field']}`" for d in host_diffs[:5]) + (f" and {len(host_diffs) - 5} more" if len(host_diffs) > 5 else "")
+            drift.append(f"- **{_cell(host)}** differs from the fleet in {len(host_diffs)} field(s): {fields}")
+    if drift:
+        lines += ["### Fleet drift", *_capped(drift, "hosts"), ""]
+
+    findings = []
+    for h in hosts:
+        for f in h["findings"]:
+            if f["severity"] in ("error", "warning"):
+                findings.append(f"- {_cell(h['host'])}: **{f['severity'].upper()}** `{f['id']}` {_cell(f['title'], 110)}")
+    findings.sort(key=lambda line: "**WARNING**" in line)  # errors first
+    if findings:
+        lines += ["### Findings (errors and warnings)", *_capped(findings, "findings"), ""]
+
+    tests = [t for h in hosts for t in h["tests"]] + list(doc.get("tests_without_host", []))
+    broken = [f"- `{_cell(t['nodeid'], 90)}` {t['outcome']}: {_cell(t.get('message'), 120)}" for t in tests if t["outcome"] in FAILED_OUTCOMES]
+    if broken:
+        lines += ["### Failing tests", *_capped(broken, "failing tests"), ""]
+
+    counts = doc["counts"]
+    lines.append(f"<sub>{_tests_cell(counts)} · pytest exit status {doc['exit_status']} · pytest-sglang {doc['tool']['version']}</sub>")
+    return "\n".join(lines) + "\n"
