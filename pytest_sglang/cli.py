@@ -22,7 +22,7 @@ from .secrets import scrub
 
 # Each module has ``add_parser(subparsers) -> None`` and sets ``func`` on its parser; a new
 # capability adds its module here.
-COMMANDS = ("pytest_sglang.explain.cli", "pytest_sglang.starter.cli", "pytest_sglang.capture.cli")
+COMMANDS = ("pytest_sglang.explain.cli", "pytest_sglang.starter.cli", "pytest_sglang.capture.cli", "pytest_sglang.baseline.cli")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_TARGET = 0, 1, 2, 3
 

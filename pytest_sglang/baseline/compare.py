@@ -35,7 +35,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Iterable, Mapping
 
 from ..errors import SpecError
-from .._text import short_repr
+from .._text import one_line, short_repr
 
 # Sections of a document that are compared, in order, and what is never compared.
 COMPARED = ("sglang_version", "effective", "server_args", "model", "gpu", "launch", "findings")
@@ -244,21 +244,30 @@ class FieldDiff:
         return out
 
     def line(self) -> str:
-        b = "(absent)" if self.change == "added" else short_repr(self.baseline, 80)
-        v = "(absent)" if self.change == "removed" else short_repr(self.live, 80)
+        """One line: ``PATH: BASELINE -> LIVE (sources) [explained by ID: summary] - status: note``."""
+        b = "(absent)" if self.change == "added" else _shown(self.baseline)
+        v = "(absent)" if self.change == "removed" else _shown(self.live)
         text = f"{self.path}: {b} -> {v}"
-        sources = []
-        if self.baseline_source:
-            sources.append(f"baseline from {self.baseline_source}")
-        if self.live_source:
-            sources.append(f"live from {self.live_source}")
-        if sources:
-            text += f" ({'; '.join(sources)})"
-        if self.finding:
-            text += f" [explained by {self.finding}" + (f": {self.finding_summary}" if self.finding_summary else "") + "]"
+        if not self.path.startswith("findings."):
+            if self.baseline_source and self.baseline_source == self.live_source:
+                text += f" (from {self.baseline_source})"
+            else:
+                sources = [f"{side} from {src}" for side, src in (("baseline", self.baseline_source), ("live", self.live_source)) if src]
+                if sources:
+                    text += f" ({'; '.join(sources)})"
+            if self.finding:
+                text += f" [explained by {self.finding}" + (f": {one_line(self.finding_summary, 100)}" if self.finding_summary else "") + "]"
         if self.status != "differs":
             text += f" - {self.status}" + (f": {self.note}" if self.note else "")
+        elif self.note:
+            text += f" - {self.note}"
         return text
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Mapping) and {"severity", "summary"} <= set(value):  # an explain finding
+        return f"{value.get('severity')} ({value.get('status')}): {one_line(value.get('summary'), 90)}"
+    return short_repr(value, 80)
 
 
 _ABSENT = object()

@@ -1,1 +1,305 @@
-"""pytest hooks for baselines: ``--sglang-baseline DIR``, ``--sglang-update-baseline``."""
+"""pytest hooks for baselines: ``--sglang-baseline DIR`` adds a check per host that compares the
+live configuration document with the baseline file of its deployment key;
+``--sglang-update-baseline`` writes new and changed baselines at the end of the run (the
+controller only, once) and prints what changed."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..checks import CHECK_PROPERTY, Check, Outcome, add_items, session_state
+from ..errors import SpecError
+from ..secrets import scrub
+
+CHECK_NAME = "sglang-baseline"
+KEY_INI = "sglang_baseline_key"
+POLICY_INI = "sglang_baseline_policy"
+UPDATE_VALUES = ("yes", "force")
+WORKER_OUTPUT = "sglang_baseline_pending"
+MAX_LINES_PER_FILE = 25
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sglang", "SGLang server configuration")
+    group.addoption(
+        "--sglang-baseline",
+        dest="sglang_baseline",
+        default=None,
+        metavar="DIR",
+        help="compare each host with its baseline file in DIR (one per deployment key) and fail on a difference (ini: sglang_baseline)",
+    )
+    group.addoption(
+        "--sglang-update-baseline",
+        dest="sglang_update_baseline",
+        nargs="?",
+        const="yes",
+        default=None,
+        metavar="force",
+        help="write new and changed baselines at the end of the run and print what changed; refused when CI is set unless =force",
+    )
+    parser.addini("sglang_baseline", "directory of baseline files (one per deployment key)", default="")
+    parser.addini(KEY_INI, "deployment key per host spec, one 'SPEC = KEY' per line (default: model x GPU x SGLang version x tp)", type="linelist", default=[])
+    parser.addini(POLICY_INI, "per-field baseline policy, one 'PATH = ignore | absolute N | relative N% | waive until YYYY-MM-DD: why' per line", type="linelist", default=[])
+
+
+@dataclass
+class Pending:
+    """A baseline file to write at the end of the run."""
+
+    key: str
+    file: str
+    host: str
+    content: dict[str, Any]
+    previous: dict[str, Any] | None
+
+
+@dataclass
+class BaselineState:
+    directory: Path
+    update: str | None
+    keys: dict[str, str]
+    policy: Any  # compare.Policy from the ini file
+    pending: list[Pending] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)
+    unreadable_hosts: list[str] = field(default_factory=list)
+    checks_run: int = 0
+    written: bool = False
+    summary: list[str] = field(default_factory=list)
+
+
+STATE = pytest.StashKey[BaselineState]()
+
+
+def _ci_set() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    update = config.getoption("sglang_update_baseline")
+    option_dir = config.getoption("sglang_baseline")
+    ini_dir = config.getini("sglang_baseline")
+    if update is not None and update not in UPDATE_VALUES:
+        raise pytest.UsageError(f"--sglang-update-baseline takes no value or =force, not {update!r}")
+    if not option_dir and not ini_dir:
+        if update is not None:
+            raise pytest.UsageError("--sglang-update-baseline needs a baseline directory: give --sglang-baseline DIR (or the sglang_baseline ini key)")
+        return
+    if update == "yes" and _ci_set():
+        raise pytest.UsageError(
+            "--sglang-update-baseline is refused when the CI environment variable is set (a gate must not rewrite what it checks): "
+            "update baselines locally, or pass --sglang-update-baseline=force"
+        )
+    if option_dir:
+        directory = Path(option_dir)
+        if not directory.is_absolute():
+            directory = Path(config.invocation_params.dir) / directory
+    else:
+        base = config.inipath.parent if config.inipath else config.rootpath
+        directory = base / ini_dir
+    if directory.exists() and not directory.is_dir():
+        raise pytest.UsageError(f"--sglang-baseline {directory}: is not a directory")
+    from .compare import Policy
+    from .document import safe_name
+    from .store import load_baseline
+
+    try:
+        policy = Policy.from_lines(config.getini(POLICY_INI), f"ini {POLICY_INI}")
+        if directory.is_dir():
+            for path in sorted(directory.glob("*.json")):
+                load_baseline(path)  # a broken file or policy entry stops the run here, named
+    except SpecError as exc:
+        raise pytest.UsageError(scrub(str(exc))) from None
+    keys: dict[str, str] = {}
+    from ..spec import parse_spec
+
+    for line in config.getini(KEY_INI):
+        if not line.strip() or line.strip().startswith("#"):
+            continue
+        spec_text, sep, key = line.rpartition("=")
+        spec_text, key = spec_text.strip(), key.strip()
+        if not sep or not spec_text or not key:
+            raise pytest.UsageError(scrub(f"ini {KEY_INI} entry {line.strip()!r}: write SPEC = KEY, e.g. sim://qwen35-122b-a10b-4xrtx6000-baseline = qwen35-prod"))
+        if safe_name(key) != key:
+            raise pytest.UsageError(scrub(f"ini {KEY_INI} entry {line.strip()!r}: the key is a file name: use letters, digits, '.', '_' and '-' only (e.g. {safe_name(key)})"))
+        try:
+            display = parse_spec(spec_text).display
+        except SpecError as exc:
+            raise pytest.UsageError(scrub(f"ini {KEY_INI} entry {line.strip()!r}: {exc}")) from None
+        keys[display] = key
+    state = BaselineState(directory=directory, update=update, keys=keys, policy=policy)
+    config.stash[STATE] = state
+    config.pluginmanager.register(BaselinePlugin(config, state), "sglang-baseline")
+
+
+def _state(config: pytest.Config) -> BaselineState | None:
+    return config.stash.get(STATE, None)
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def _run(config: pytest.Config, spec: Any) -> Outcome:
+    from .compare import Policy, compare, expired_waivers
+    from .document import default_key, document
+    from .store import content_changed, file_content, load_baseline
+
+    state = _state(config)
+    assert state is not None
+    target = session_state(config).target(spec)
+    live = document(target)
+    key = state.keys.get(spec.display) or default_key(live)
+    path = state.directory / f"{key}.json"
+    shown = _display_path(path)
+    record: dict[str, Any] = {"key": key, "file": path.name, "path": shown, "diffs": []}
+    if not path.exists():
+        if state.update:
+            state.pending.append(Pending(key, str(path), spec.display, file_content(live, key, None), None))
+            return Outcome(notes=[f"no baseline yet: {shown} is written at the end of the run"], record={**record, "baseline": "new"})
+        return Outcome(
+            failures=[f"no baseline for {spec.display}: expected {shown} (deployment key {key})"],
+            record={**record, "baseline": "missing"},
+            hint=f"write it with --sglang-update-baseline, or map this host to an existing key in the ini file: {KEY_INI} = {spec.display} = KEY",
+        )
+    baseline = load_baseline(path)
+    policy = Policy.from_mapping(baseline.get("policy"), f"baseline {path.name} policy") + state.policy
+    diffs = compare(baseline, live, policy)
+    record["diffs"] = [d.to_dict() for d in diffs]
+    record["baseline"] = "found"
+    failing = [d for d in diffs if d.failing]
+    passing = [d for d in diffs if not d.failing]
+    differing = {d.path for d in diffs}
+    notes = [d.line() for d in passing]
+    notes += [
+        f"waiver for {r.pattern} expired on {r.until} and nothing differs there now: remove it ({r.origin})"
+        for r in expired_waivers(policy)
+        if not any(d.path == r.pattern for d in diffs) and r.pattern not in differing
+    ]
+    if state.update:
+        content = file_content(live, key, baseline)
+        if content_changed(baseline, content):
+            state.pending.append(Pending(key, str(path), spec.display, content, baseline))
+        return Outcome(notes=[*(d.line() for d in failing), *notes], record={**record, "updating": bool(failing)})
+    return Outcome(
+        failures=[d.line() for d in failing],
+        notes=notes,
+        record=record,
+        hint=(
+            f"baseline {shown}: if the change is intended, rewrite it with --sglang-update-baseline, or add a policy entry "
+            f"(ignore, absolute/relative tolerance, or a waiver with an expiry date) to its \"policy\" section or to {POLICY_INI}"
+        )
+        if failing
+        else None,
+    )
+
+
+BASELINE = Check(name=CHECK_NAME, heading="{n} field(s) differ from the SGLang baseline", run=_run)
+
+
+class BaselinePlugin:
+    """The run's baseline hooks, registered once a baseline directory is given."""
+
+    def __init__(self, config: pytest.Config, state: BaselineState) -> None:
+        self.config, self.state = config, state
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+        hosts = session_state(config)
+        if hosts is None or not hosts.specs:
+            return
+        add_items(session, items, BASELINE, hosts.specs)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """On the controller (and in a run without xdist): which baseline files the checks used."""
+        if report.when != "call":
+            return
+        for name, record in getattr(report, "user_properties", ()):
+            if name != CHECK_PROPERTY or not isinstance(record, dict) or record.get("check") != CHECK_NAME:
+                continue
+            self.state.checks_run += 1
+            if record.get("file"):
+                self.state.used.add(str(record["file"]))
+            elif record.get("error"):
+                self.state.unreadable_hosts.append(str(record.get("host")))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller: the baselines a worker's checks would write."""
+        output = getattr(node, "workeroutput", None) or {}
+        for item in output.get(WORKER_OUTPUT, []):
+            self.state.pending.append(Pending(item["key"], item["file"], item["host"], item["content"], item["previous"]))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        state = self.state
+        if not state.update:
+            return
+        if hasattr(self.config, "workerinput"):
+            self.config.workeroutput[WORKER_OUTPUT] = _pending_json(state.pending)  # type: ignore[attr-defined]
+            return
+        if not state.written:  # the controller, once
+            state.written = True
+            state.summary = _write(state)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        state = self.state
+        if hasattr(config, "workerinput"):
+            return
+        lines = list(state.summary)
+        if state.update and not state.pending and state.checks_run:
+            lines.append(f"no baseline in {_display_path(state.directory)} needed writing: every host matches its baseline")
+        if state.checks_run and state.directory.is_dir():
+            written = {Path(p.file).name for p in state.pending}
+            unused = sorted(p.name for p in state.directory.glob("*.json") if p.name not in state.used and p.name not in written)
+            if unused:
+                lines.append(f"baseline file(s) in {_display_path(state.directory)} that no host used: {', '.join(unused)}")
+                if state.unreadable_hosts:
+                    lines.append(f"  ({len(state.unreadable_hosts)} host(s) could not be read, so their baselines could not be matched: {', '.join(state.unreadable_hosts)})")
+        if not lines:
+            return
+        terminalreporter.write_sep("-", "SGLang baselines")
+        for line in lines:
+            terminalreporter.write_line(scrub(line))
+
+
+def _pending_json(pending: list[Pending]) -> list[dict[str, Any]]:
+    return [{"key": p.key, "file": p.file, "host": p.host, "content": p.content, "previous": p.previous} for p in pending]
+
+
+def _write(state: BaselineState) -> list[str]:
+    from .compare import Policy, compare
+    from .store import write_baseline
+
+    lines: list[str] = []
+    by_file: dict[str, list[Pending]] = {}
+    for p in state.pending:
+        by_file.setdefault(p.file, []).append(p)
+    for file, entries in sorted(by_file.items()):
+        path = Path(file)
+        shown = _display_path(path)
+        first = entries[0]
+        clashing = [e for e in entries[1:] if [d for d in compare(first.content, e.content, Policy()) if d.failing]]
+        if clashing:
+            hosts = ", ".join(sorted({first.host, *(e.host for e in clashing)}))
+            lines.append(f"NOT written {shown}: hosts {hosts} share the key {first.key} but their configurations differ; give them different keys ({KEY_INI}) or make them agree")
+            continue
+        write_baseline(path, first.content)
+        if first.previous is None:
+            lines.append(f"wrote {shown} (new, key {first.key}, from {first.host})")
+            continue
+        diffs = compare(first.previous, first.content, Policy())
+        if not diffs:
+            lines.append(f"updated {shown} (from {first.host}): sources or notes changed, no compared value")
+            continue
+        lines.append(f"updated {shown} (from {first.host}): {len(diffs)} field(s) changed")
+        lines += [f"  {d.line()}" for d in diffs[:MAX_LINES_PER_FILE]]
+        if len(diffs) > MAX_LINES_PER_FILE:
+            lines.append(f"  ... and {len(diffs) - MAX_LINES_PER_FILE} more")
+    return lines
