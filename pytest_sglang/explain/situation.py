@@ -182,7 +182,7 @@ def model_facts(kb: KnowledgeBase, archs: list[str], source: str, signals: Mappi
     if archs:
         facts["arch"] = Fact(archs[0], source)
     signals = dict(signals or {})
-    for name in ("vision_layers", "vision_hidden"):
+    for name in ("vision_layers", "vision_hidden", "quant_method"):
         if name in signals:
             value, where = signals.pop(name)
             facts[name] = Fact(value, where)
@@ -208,12 +208,13 @@ def config_signals(config: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         out["moe"] = (True, "config.json num_experts")
     vision = config.get("vision_config")
     if isinstance(vision, Mapping):
-        layers = next((vision[k] for k in ("num_hidden_layers", "depth", "num_layers") if isinstance(vision.get(k), int)), None)
-        hidden = next((vision[k] for k in ("hidden_size", "embed_dim", "width") if isinstance(vision.get(k), int)), None)
-        if layers is not None:
-            out["vision_layers"] = (layers, "config.json vision_config layers")
-        if hidden is not None:
-            out["vision_hidden"] = (hidden, "config.json vision_config hidden size")
+        # As SGLang reads them for the VLM memory factor: getattr(vision_config, name, default).
+        layers, hidden = vision.get("num_hidden_layers"), vision.get("hidden_size")
+        out["vision_layers"] = (layers if isinstance(layers, int) else 24, "config.json vision_config.num_hidden_layers" if isinstance(layers, int) else "SGLang's default 24 (config.json vision_config has no num_hidden_layers)")
+        out["vision_hidden"] = (hidden if isinstance(hidden, int) else 1024, "config.json vision_config.hidden_size" if isinstance(hidden, int) else "SGLang's default 1024 (config.json vision_config has no hidden_size)")
+    quant = config.get("quantization_config")
+    if isinstance(quant, Mapping) and isinstance(quant.get("quant_method"), str):
+        out["quant_method"] = (quant["quant_method"], "config.json quantization_config.quant_method")
     layer_types = text.get("layer_types")
     if isinstance(layer_types, list) and any(isinstance(t, str) and ("linear" in t or "mamba" in t) for t in layer_types):
         out["hybrid"] = (True, "config.json layer_types has linear-attention layers")
