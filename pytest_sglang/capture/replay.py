@@ -31,7 +31,7 @@ class ReplayTarget(Target):
         self.provenance = provenance
         self.captured_facts = captured_facts
 
-    @property  # type: ignore[override]
+    @property
     def client(self) -> Any:
         raise ReplayClientError(self._no_host("HTTP client"))
 

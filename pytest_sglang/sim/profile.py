@@ -409,6 +409,10 @@ def load_profile(name_or_path: str) -> Profile:
         data = json.loads(text)
     except ValueError as exc:
         raise SpecError(f"simulator profile {where} is not valid JSON: {exc}") from None
+    if isinstance(data, dict) and str(data.get("format", "")).startswith("pytest-sglang-capture/"):
+        from ..capture.profile import profile_from_capture  # a capture becomes a simulated deployment
+
+        data = profile_from_capture(data, where)
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:
