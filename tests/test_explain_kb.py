@@ -53,6 +53,25 @@ def test_the_packaged_knowledge_base_loads_and_every_rule_cites_its_source():
     assert kb.order and {r.id for r in kb.order} == {r.id for r in kb.rules}
 
 
+def test_the_parsed_copy_of_the_rule_files_is_current():
+    knowledge, rules, _ = kb_module._texts()
+    stored = (Path(kb_module.__file__).parent / "data" / kb_module.PARSED).read_text().strip()
+    assert stored == kb_module.parsed_copy(knowledge, rules), "regenerate: python -m pytest_sglang.explain.kb"
+
+
+def test_a_stale_parsed_copy_is_never_used(monkeypatch):
+    knowledge, rules, lock = kb_module._texts()
+    changed = dict(rules)
+    name = sorted(changed)[0]
+    changed[name] = changed[name].replace('title = "', 'title = "Edited: ', 1)
+    monkeypatch.setattr(kb_module, "_texts", lambda: (knowledge, changed, lock))
+    kb_module.load.cache_clear()
+    try:
+        assert any(rule.title.startswith("Edited: ") for rule in kb_module.load().rules)
+    finally:
+        kb_module.load.cache_clear()
+
+
 def test_a_valid_rule_file_loads():
     kb = load_from(knowledge_text=KNOWLEDGE, rule_texts={"rules/demo.toml": GOOD_RULE})
     assert [r.id for r in kb.rules] == ["demo.rule"]
