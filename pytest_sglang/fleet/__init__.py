@@ -1,9 +1,13 @@
 """Fleet drift: whether several hosts run the same effective configuration.
 
-    from pytest_sglang.fleet import open_targets, comparable, drift
+    from pytest_sglang.fleet import documents, drift, open_targets
     opened = open_targets(specs, options)       # one thread per host: {display: Target or SGLangError}
-    result = drift({name: comparable(t) for name, t in opened.items() if not isinstance(t, Exception)})
-    result.agree, result.differences            # {host: [FieldDiff, ...]}
+    result = drift(documents({name: t for name, t in opened.items() if not isinstance(t, Exception)}))
+    result.agree, result.reference, result.differences   # {host: [FieldDiff, ...]}
+
+A host's document is the one a baseline file holds (:mod:`pytest_sglang.baseline`), and the
+comparison is the baselines' field-level one, with the fleet's configuration (what most hosts
+run) in the baseline's place.
 
 Loaded on first use (the pytest plugin imports it only when a run compares hosts)."""
 
@@ -12,9 +16,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .core import HOST_SPECIFIC, Drift, FieldDiff, comparable, drift, open_targets, sources
+    from .core import Drift, FieldDiff, documents, drift, open_targets
 
-__all__ = ["HOST_SPECIFIC", "Drift", "FieldDiff", "comparable", "drift", "open_targets", "sources"]
+__all__ = ["Drift", "FieldDiff", "documents", "drift", "open_targets"]
 
 
 def __getattr__(name: str) -> Any:

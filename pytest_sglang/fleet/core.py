@@ -1,35 +1,28 @@
 """Fleet drift: reading hosts in parallel and comparing what replicas must agree on.
 
-Hosts are read in parallel (:func:`open_targets`, one thread per host); :func:`comparable`
-reduces a target to what replicas must agree on, and :func:`drift` compares several of them.
-
-    from pytest_sglang.fleet import open_targets, comparable, drift
-    opened = open_targets(specs, options)           # {display: Target or SGLangError}
-    result = drift({name: comparable(t) for name, t in opened.items() if not isinstance(t, Exception)})
-    result.agree, result.differences                # {host: [FieldDiff, ...]}
+Each host is reduced to its configuration document (:func:`pytest_sglang.baseline.document`:
+effective values with sources, server arguments, model, GPU, launch command, explain
+findings; host-specific fields such as ports, addresses, per-host paths and seeds left out).
+The hosts are grouped by identical documents; the largest group (the first host's on a tie)
+is the fleet's configuration, and every other host is compared with it field by field
+(:func:`pytest_sglang.baseline.compare`, under the same per-field policy syntax: ignore,
+tolerances, waivers).
 """
 
 from __future__ import annotations
 
-import re
+import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import SGLangError
 
 if TYPE_CHECKING:
+    from ..baseline.compare import Policy
     from ..options import TargetOptions
     from ..spec import HostSpec
     from ..target import Target
-
-# server_args that differ per host by design: where it listens, its own ports and addresses,
-# files on its own disks, keys and seeds. Left out of the comparison.
-HOST_SPECIFIC = frozenset({"host", "port", "nccl_port", "dist_init_addr", "random_seed", "api_key", "admin_api_key", "ssl_keyfile_password", "encoder_urls"})
-_HOST_SPECIFIC_SUFFIX = re.compile(r"(_port|_ports|_addr|_ip|_dir|_file|_certfile|_keyfile|_paths|_path|_url|_urls)$")
-# Paths that name what is served: compared by their last component (the checkpoint's name), as
-# each host may mount the weights elsewhere.
-NAMED_BY_PATH = frozenset({"model_path", "tokenizer_path", "speculative_draft_model_path"})
 
 
 def open_targets(specs: Sequence[HostSpec], options: TargetOptions | None = None) -> dict[str, Target | SGLangError]:
@@ -52,63 +45,56 @@ def open_targets(specs: Sequence[HostSpec], options: TargetOptions | None = None
     return {spec.display: result for spec, result in zip(specs, results)}
 
 
-def _last_component(value: Any) -> Any:
-    if isinstance(value, str) and "/" in value.rstrip("/"):
-        return value.rstrip("/").rsplit("/", 1)[1]
-    return value
-
-
-def comparable(target: Target, ignore: Iterable[str] = ()) -> dict[str, Any]:
-    """What replicas must agree on, as flat ``{"effective.NAME" | "server_args.NAME": value}``:
-    every effective value and every server argument except host-specific ones (listen address,
-    ports, paths on the host's disks, keys, seeds) and the names in ``ignore`` (either
-    ``NAME`` or ``effective.NAME`` / ``server_args.NAME``). Model paths count by their last
-    component."""
-    skip = set(ignore)
-    out: dict[str, Any] = {}
-    for name, value in target.effective.values().items():
-        if name not in skip and f"effective.{name}" not in skip:
-            out[f"effective.{name}"] = value
-    for name, value in target.server_args.as_dict().items():
-        if name in skip or f"server_args.{name}" in skip:
-            continue
-        if name in NAMED_BY_PATH:
-            out[f"server_args.{name}"] = _last_component(value)
-        elif name not in HOST_SPECIFIC and not _HOST_SPECIFIC_SUFFIX.search(name):
-            out[f"server_args.{name}"] = value
-    return out
-
-
-def sources(target: Target) -> dict[str, str]:
-    """Where each compared field was read on this target."""
-    out = {f"effective.{name}": prov.source for name, prov in target.effective.provenance.items()}
-    where = target.snapshot.server_args_source
-    out.update({f"server_args.{name}": where for name in target.server_args.as_dict()})
-    return out
-
-
 @dataclass
 class FieldDiff:
-    """One field where a host differs from the value most of the fleet has."""
+    """One field where a host differs from the fleet's configuration."""
 
     field: str
     value: Any
     fleet_value: Any
-    fleet_hosts: list[str]
     source: str | None = None
+    fleet_source: str | None = None
+    finding: str | None = None
+    status: str = "differs"
+    note: str | None = None
+
+    @property
+    def failing(self) -> bool:
+        return self.status in ("differs", "waiver expired")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"field": self.field, "value": self.value, "fleet_value": self.fleet_value, "fleet_hosts": self.fleet_hosts, "source": self.source}
+        return {
+            "field": self.field,
+            "value": self.value,
+            "fleet_value": self.fleet_value,
+            "source": self.source,
+            "fleet_source": self.fleet_source,
+            "finding": self.finding,
+            "status": self.status,
+            "note": self.note,
+        }
 
     def line(self) -> str:
-        seen = ", ".join(self.fleet_hosts[:3]) + (f" and {len(self.fleet_hosts) - 3} more" if len(self.fleet_hosts) > 3 else "")
-        return f"{self.field} = {_short(self.value)} (fleet: {_short(self.fleet_value)} on {seen})"
+        text = f"{self.field} = {_short(self.value)} (fleet: {_short(self.fleet_value)})"
+        if self.source:
+            text += f" from {self.source}"
+        if self.finding:
+            text += f" [explained by {self.finding}]"
+        if self.status != "differs":
+            text += f" - {self.status}" + (f": {self.note}" if self.note else "")
+        return text
 
 
 @dataclass
 class Drift:
+    """The fleet's verdict: which host holds the fleet's configuration, and per host the fields
+    that differ from it (failing) and those a policy tolerates."""
+
     hosts: list[str]
+    reference: str | None
+    groups: list[list[str]] = field(default_factory=list)
     differences: dict[str, list[FieldDiff]] = field(default_factory=dict)
+    tolerated: dict[str, list[FieldDiff]] = field(default_factory=dict)
     fields_compared: int = 0
 
     @property
@@ -117,45 +103,52 @@ class Drift:
 
     @property
     def fields(self) -> list[str]:
-        """Every field that is not the same on all hosts."""
+        """Every field some host differs in (failing)."""
         return sorted({d.field for diffs in self.differences.values() for d in diffs})
 
 
-_MISSING = "<not reported>"
+def documents(targets: Mapping[str, Target]) -> dict[str, dict[str, Any]]:
+    """Each host's configuration document (what a baseline file holds)."""
+    from ..baseline.document import document
+
+    return {name: document(target) for name, target in targets.items()}
 
 
-def _key(value: Any) -> str:
-    import json
+def drift(docs: Mapping[str, Mapping[str, Any]], policy: Policy | None = None) -> Drift:
+    """Compare hosts' configuration documents: the largest group of identical documents is the
+    fleet's configuration; every other host is listed with the fields it differs in."""
+    from ..baseline.compare import compare, flatten
 
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def drift(values: Mapping[str, Mapping[str, Any]], where: Mapping[str, Mapping[str, str]] | None = None) -> Drift:
-    """Compare hosts' :func:`comparable` values field by field. For each field the value most
-    hosts have is the fleet's (a tie goes to the host listed first); every other host is
-    listed with that field."""
-    hosts = list(values)
-    result = Drift(hosts=hosts, differences={host: [] for host in hosts})
-    names = sorted(set().union(*(set(v) for v in values.values()))) if values else []
-    result.fields_compared = len(names)
-    for name in names:
-        groups: dict[str, list[str]] = {}
-        shown: dict[str, Any] = {}
-        for host in hosts:
-            value = values[host].get(name, _MISSING)
-            key = _key(value)
-            groups.setdefault(key, []).append(host)
-            shown.setdefault(key, value)
-        if len(groups) < 2:
-            continue
-        # most hosts first; among equals, the group of the earliest host
-        fleet_key = max(groups, key=lambda k: (len(groups[k]), -hosts.index(groups[k][0])))
-        for key, members in groups.items():
-            if key == fleet_key:
-                continue
-            for host in members:
-                source = (where or {}).get(host, {}).get(name)
-                result.differences[host].append(FieldDiff(name, shown[key], shown[fleet_key], groups[fleet_key], source))
+    hosts = list(docs)
+    if not hosts:
+        return Drift(hosts=[], reference=None)
+    flat = {host: flatten(doc) for host, doc in docs.items()}
+    by_content: dict[str, list[str]] = {}
+    for host in hosts:
+        values = {path: value for path, (value, _source) in flat[host].items()}
+        by_content.setdefault(json.dumps(values, sort_keys=True, default=str), []).append(host)
+    groups = sorted(by_content.values(), key=lambda members: (-len(members), hosts.index(members[0])))
+    reference = groups[0][0]
+    result = Drift(hosts=hosts, reference=reference, groups=groups)
+    result.fields_compared = len(set().union(*(set(f) for f in flat.values())))
+    for members in groups[1:]:
+        diffs = compare(docs[reference], docs[members[0]], policy)
+        for host in members:
+            converted = [
+                FieldDiff(
+                    field=d.path,
+                    value=d.live,
+                    fleet_value=d.baseline,
+                    source=d.live_source,
+                    fleet_source=d.baseline_source,
+                    finding=d.finding,
+                    status=d.status,
+                    note=d.note,
+                )
+                for d in diffs
+            ]
+            result.differences[host] = [d for d in converted if d.failing]
+            result.tolerated[host] = [d for d in converted if not d.failing]
     return result
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from ..checks import Check, Outcome, add_items, session_state
 
-IGNORE_INI = "sglang_fleet_ignore"
+POLICY_INI = "sglang_fleet_policy"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -20,10 +20,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="sglang_fleet",
         action="store_true",
         default=None,
-        help=f"add a check of the whole run that fails when the hosts' effective configurations differ (leave fields out: ini {IGNORE_INI})",
+        help=f"add a check of the whole run that fails when the hosts' effective configurations differ (per-field policy: ini {POLICY_INI})",
     )
     parser.addini("sglang_fleet", "add the fleet drift check (the hosts of the run must agree)", type="bool", default=False)
-    parser.addini(IGNORE_INI, "fields the fleet check leaves out, one per line (NAME, effective.NAME or server_args.NAME)", type="linelist", default=[])
+    parser.addini(POLICY_INI, "per-field fleet policy, one 'PATH = ignore | absolute N | relative N% | waive until YYYY-MM-DD: why' per line", type="linelist", default=[])
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -31,46 +31,51 @@ def _enabled(config: pytest.Config) -> bool:
     return bool(value) if value is not None else bool(config.getini("sglang_fleet"))
 
 
+def _policy(config: pytest.Config) -> Any:
+    from ..baseline.compare import Policy
+
+    return Policy.from_lines(config.getini(POLICY_INI), f"ini {POLICY_INI}")
+
+
 def _fleet(config: pytest.Config, _spec: Any) -> Outcome:
     from ..errors import SGLangError
-    from .core import comparable, drift, sources
+    from .core import documents, drift
 
     state = session_state(config)
     specs = list(state.specs)
     state.open_all()  # in parallel; a host read before is not read again
-    ignore = list(config.getini(IGNORE_INI))
-    values: dict[str, dict[str, Any]] = {}
-    where: dict[str, dict[str, str]] = {}
+    policy = _policy(config)
+    targets = {}
     unread: dict[str, str] = {}
     for spec in specs:
         try:
-            target = state.target(spec)
+            targets[spec.display] = state.target(spec)
         except SGLangError as exc:
             unread[spec.display] = str(exc)
-            continue
-        values[spec.display] = comparable(target, ignore)
-        where[spec.display] = sources(target)
-    result = drift(values, where)
+    result = drift(documents(targets), policy)
     failures = [f"{host}: not read, so the fleet cannot be compared: {error}" for host, error in unread.items()]
     for host, diffs in result.differences.items():
         failures += [f"{host}: {d.line()}" for d in diffs]
-    notes = []
+    notes = [f"{host}: {d.line()}" for host, diffs in result.tolerated.items() for d in diffs]
     if len(specs) < 2:
         notes.append(f"{len(specs)} host(s) in this run: nothing to compare (give several --sglang-host)")
     elif not failures:
-        notes.append(f"{len(values)} hosts agree on {result.fields_compared} fields")
+        notes.append(f"{len(targets)} hosts agree on {result.fields_compared} fields")
+    if result.reference and len(result.groups) > 1:
+        notes.append(f"the fleet's configuration is {result.reference}'s, shared by {len(result.groups[0])} of {len(targets)} hosts")
     record = {
         "agree": not failures,
         "hosts": [spec.display for spec in specs],
+        "reference": result.reference,
         "fields_compared": result.fields_compared,
         "differing_fields": result.fields,
         "differences": {host: [d.to_dict() for d in diffs] for host, diffs in result.differences.items() if diffs},
+        "tolerated": {host: [d.to_dict() for d in diffs] for host, diffs in result.tolerated.items() if diffs},
         "unread": unread,
-        "ignored": ignore,
     }
     hint = None
     if result.fields:
-        hint = f"if a field differs by design, leave it out in the ini file: {IGNORE_INI} = {result.fields[0]}"
+        hint = f"if a field may differ between replicas, give it a policy in the ini file: {POLICY_INI} = {result.fields[0]} = ignore (or relative 5%)"
     return Outcome(failures=failures, notes=notes, record=record, hint=hint)
 
 
@@ -82,4 +87,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     state = session_state(config)
     if not _enabled(config) or state is None or not state.specs:
         return
+    from ..errors import SpecError
+
+    try:
+        _policy(config)
+    except SpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
     add_items(session, items, FLEET, None)
