@@ -87,7 +87,7 @@ def _placeholders(target: Target) -> list[tuple[str, str]]:
     host = target.facts.host
     if host is not None and host.where and not host.where.startswith("simulator profile"):
         out.append((host.where, "<host>"))
-    url = target.url
+    url = _url(target)
     if url:
         out.append((url.rstrip("/"), "<target>"))
     if not target.spec.is_simulated:
@@ -97,6 +97,15 @@ def _placeholders(target: Target) -> list[tuple[str, str]]:
         out.append((f"pid {host.pid}", "pid <pid>"))
         out.append((f"process {host.pid}", "process <pid>"))
     return sorted(set(out), key=lambda p: len(p[0]), reverse=True)
+
+
+def _url(target: Target) -> str | None:
+    from ..errors import SGLangError
+
+    try:
+        return target.url
+    except SGLangError:  # a replayed capture has no URL
+        return None
 
 
 def _clean(text: Any, placeholders: list[tuple[str, str]]) -> Any:
@@ -180,7 +189,7 @@ def _document(target: Target, include_volatile: bool) -> dict[str, Any]:
     if include_volatile:
         doc["volatile"] = {
             "target": target.name,
-            "url": target.url,
+            "url": _url(target),
             "origin": target.facts.origin,
             "collected_at": target.facts.collected_at.isoformat(),
             "host": host.where if host is not None else None,
