@@ -80,6 +80,19 @@ def test_a_replayed_target_reads_the_same_configuration_findings_and_logs_as_the
     assert got == expected
 
 
+
+def test_a_capture_served_as_a_simulated_deployment_answers_requests_and_requires_the_key_it_is_given(tmp_path):
+    import requests
+
+    path = tmp_path / "candidate.json"
+    with connect(CANDIDATE) as live:
+        write_capture(live, path)
+    with connect(f"sim://{path}?api_key=sk-sim-789") as sim:
+        assert sim.effective.max_running_requests == 26 and sim.version == "0.5.12"
+        answer = sim.client.post("/generate", json={"text": "hello", "sampling_params": {"max_new_tokens": 4}})
+        assert answer.status_code == 200 and answer.json()["text"]
+        assert requests.get(sim.client.url("/v1/models"), timeout=5).status_code == 401
+
 def test_a_test_that_needs_the_http_client_fails_in_one_line_saying_it_is_a_replay(pytester, tmp_path):
     path = tmp_path / "baseline.json"
     with connect(BASELINE) as live:
