@@ -56,3 +56,15 @@ def test_no_api_key_reaches_the_generated_files(tmp_path):
         if path.is_file():
             assert "sk-init-4242" not in path.read_text() and "redacted" not in path.read_text(), path
     assert "SGLANG_API_KEY" in (tmp_path / "pytest.ini").read_text()
+
+
+def test_with_a_baseline_the_suite_also_gates_on_every_other_field(pytester):
+    done = cli("init", BASELINE, "-o", str(pytester.path), "--force", "--baseline-dir", "baselines")
+    assert done.returncode == 0, done.stderr
+    assert list((pytester.path / "baselines").glob("*.json"))
+    assert "sglang_baseline = baselines" in (pytester.path / "pytest.ini").read_text()
+    same = pytester.runpytest("-p", "no:benchmark")
+    assert "failed" not in same.parseoutcomes(), same.stdout.str()
+    key = next((pytester.path / "baselines").glob("*.json")).stem
+    other = pytester.runpytest("-p", "no:benchmark", f"--sglang-host={CANDIDATE}", "-o", f"sglang_baseline_key={CANDIDATE} = {key}")
+    assert any("sglang-baseline[" in line and line.startswith("FAILED") for line in other.stdout.lines), other.stdout.str()
