@@ -82,8 +82,8 @@ def render(doc: dict[str, Any]) -> str:
             if d.get("failing") is False:
                 continue
             field = d.get("path") or d.get("field") or "?"
-            why = f" — explained by `{d['finding']}`" if d.get("finding") else ""
-            diffs.append(f"| {_cell(c.get('host'))} | `{_cell(field, 50)}` | {_code(d.get('baseline'))} | {_code(d.get('live'))} | {_cell(d.get('status'), 20)}{_cell(why, 60) if why else ''} |")
+            why = f" — explained by `{_cell(d['finding'], 50)}`" if d.get("finding") else ""
+            diffs.append(f"| {_cell(c.get('host'))} | `{_cell(field, 50)}` | {_code(d.get('baseline'))} | {_code(d.get('live'))} | {_cell(d.get('status'), 20)}{why} |")
     if diffs:
         table = ["| host | field | baseline | live | status |", "|---|---|---|---|---|"]
         shown = diffs[:LIMIT] + ([f"| … | {len(diffs) - LIMIT} more (see the JSON report) | | | |"] if len(diffs) > LIMIT else [])
@@ -107,7 +107,7 @@ def render(doc: dict[str, Any]) -> str:
         lines += ["### Findings (errors and warnings)", *_capped(findings, "findings"), ""]
 
     tests = [t for h in hosts for t in h["tests"]] + list(doc.get("tests_without_host", []))
-    broken = [f"- `{_cell(t['nodeid'], 90)}` {t['outcome']}: {_cell(t.get('message'), 120)}" for t in tests if t["outcome"] in FAILED_OUTCOMES]
+    broken = [f"- `{_cell(t['nodeid'].rsplit('::', 1)[-1], 120)}` {t['outcome']}: {_cell(t.get('message'), 120)}" for t in tests if t["outcome"] in FAILED_OUTCOMES]
     if broken:
         lines += ["### Failing tests", *_capped(broken, "failing tests"), ""]
 

@@ -57,6 +57,7 @@ class ReportCollector:
         self.json_path, self.md_path = json_path, md_path
         self.reports: list[dict[str, Any]] = []
         self.collect_errors: list[str] = []
+        self.messages: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from .build import report_entry
@@ -73,13 +74,14 @@ class ReportCollector:
 
         document = build_report(self.config, self.reports, self.collect_errors, int(exitstatus))
         problems = write_reports(document, self.json_path, self.md_path)
-        reporter = self.config.pluginmanager.getplugin("terminalreporter")
-        if reporter is not None:
-            for path in (self.json_path, self.md_path):
-                if path is not None and not any(str(path) in p for p in problems):
-                    reporter.write_line(f"sglang: report written to {path}")
-            for problem in problems:
-                reporter.write_line(f"sglang: {problem}")
+        for path in (self.json_path, self.md_path):
+            if path is not None and not any(str(path) in p for p in problems):
+                self.messages.append(f"sglang: report written to {path}")
+        self.messages += [f"sglang: {problem}" for problem in problems]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.messages:
+            terminalreporter.write_line(line)
 
 
 def pytest_configure(config: pytest.Config) -> None:
