@@ -250,3 +250,31 @@ def test_report_paths_from_the_ini_file_are_written_once_by_the_controller(pytes
     written = result.stdout.lines.count(f"sglang: report written to {pytester.path / 'reports' / 'run.json'}")
     assert written == 1
     assert sorted(p.name for p in (pytester.path / "reports").iterdir()) == ["run.json", "run.md"]
+
+
+def test_the_gate_from_a_capture_with_a_baseline_shows_the_baseline_diffs(pytester, monkeypatch):
+    """The CI flow of docs/ci.md: capture, a reviewed baseline, replay, reports."""
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("CI", raising=False)
+    capture = pytester.path / "captures" / "candidate.json"
+    done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli", "capture", CANDIDATE, "-o", str(capture)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    suite = "def test_tp(effective):\n    assert effective.tp_size == 4\n"
+    pytester.makepyfile(suite)
+    written = pytester.runpytest("-p", "no:benchmark", f"--sglang-host={BASELINE}", "--sglang-baseline=baselines", "--sglang-update-baseline")
+    written.assert_outcomes(passed=2)
+    (key_file,) = (pytester.path / "baselines").glob("*.json")
+    pytester.makeini(f"[pytest]\nsglang_baseline_key =\n    replay:{capture} = {key_file.stem}\n")
+    result = run(pytester, f"--sglang-host=replay:{capture}", "--sglang-baseline=baselines", suite=suite)
+    result.assert_outcomes(passed=1, failed=1)
+    doc = report(pytester)
+    assert validate(doc) == []
+    (replayed,) = doc["hosts"]
+    assert replayed["facts"]["origin"] == "replay" and replayed["verdict"] == "hold"
+    (check,) = replayed["checks"]
+    assert check["check"] == "sglang-baseline" and not check["passed"]
+    md = (pytester.path / "out" / "report.md").read_text()
+    assert "### Baseline diffs" in md
+    assert "| `effective.max_running_requests` | `48` | `26` | differs — explained by `capacity.mamba-cap` |" in md
