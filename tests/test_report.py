@@ -150,8 +150,8 @@ def test_the_markdown_gives_a_verdict_per_host_and_what_holds_it_in_a_screenful(
     md = (pytester.path / "out" / "report.md").read_text()
     lines = md.splitlines()
     assert lines[0] == "## SGLang promotion gate: ❌ HOLD"
-    assert f"| {BASELINE} | ✅ promote | 0.5.12 |" in md
-    assert f"| {CANDIDATE} | ❌ hold | 0.5.12 |" in md
+    assert f"| {BASELINE} | ✅ promote | — | 0.5.12 |" in md
+    assert f"| {CANDIDATE} | ❌ hold | 1 test(s) failed; check sglang-lint failed; differs from the fleet in" in md
     assert "### Failing checks" in md and f"**sglang-lint[{CANDIDATE}]**: WARNING [capacity.mamba-cap]" in md
     assert "### Fleet drift" in md and f"**{CANDIDATE}** differs from the fleet in" in md
     assert f"{CANDIDATE}: **WARNING** `capacity.mamba-cap`" in md

@@ -260,7 +260,7 @@ def build_report(config: pytest.Config, entries: list[dict[str, Any]], collect_e
     reasons: list[str] = []
     if not specs:
         reasons.append("no SGLang host in this run")
-    reasons += [f"{h['host']}: hold" for h in hosts if h["verdict"] == HOLD]
+    reasons += [f"{h['host']}: {'; '.join(h['reasons'])}" for h in hosts if h["verdict"] == HOLD]
     reasons += [f"check {c['check']} failed" for c in run_checks if not c.get("passed")]
     failed_other = [t for t in other_tests if t["outcome"] in FAILED_OUTCOMES]
     if failed_other:

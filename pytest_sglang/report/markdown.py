@@ -18,6 +18,12 @@ def _cell(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _host(value: Any, limit: int = 48) -> str:
+    """A host spec, cut at the front when long: its end (the file or port) tells hosts apart."""
+    text = _cell(value, 10_000)
+    return text if len(text) <= limit else "…" + text[-(limit - 1):]
+
+
 def _code(value: Any, limit: int = 40) -> str:
     import json
 
@@ -48,19 +54,22 @@ def _checks_cell(checks: list[dict[str, Any]]) -> str:
 def render(doc: dict[str, Any]) -> str:
     verdict = doc["verdict"]
     lines = [f"## SGLang promotion gate: {'❌ HOLD' if verdict == HOLD else '✅ PROMOTE'}", ""]
-    if doc["reasons"]:
-        lines += [f"Held because: {'; '.join(_cell(r, 120) for r in doc['reasons'][:4])}" + (" …" if len(doc["reasons"]) > 4 else ""), ""]
+    held = [h for h in doc["hosts"] if h["verdict"] == HOLD]
+    other = [r for r in doc["reasons"] if not any(r.startswith(f"{h['host']}: ") for h in held)]
+    why = ([f"{len(held)} of {len(doc['hosts'])} host(s) on hold"] if held else []) + [_cell(r, 120) for r in other]
+    if why:
+        lines += [f"Held because: {'; '.join(why[:4])}" + (" …" if len(why) > 4 else ""), ""]
     hosts = doc["hosts"]
     if hosts:
-        lines += ["| host | verdict | SGLang | model | GPU | tests | checks |", "|---|---|---|---|---|---|---|"]
+        lines += ["| host | verdict | why | SGLang | model | GPU | tests | checks |", "|---|---|---|---|---|---|---|---|"]
         for h in hosts:
             facts = h.get("facts") or {}
             lines.append(
-                f"| {_cell(h['host'])} | {MARK.get(h['verdict'], h['verdict'])} | {_cell(facts.get('sglang_version'))} | {_cell(facts.get('model'), 40)} "
+                f"| {_host(h['host'])} | {MARK.get(h['verdict'], h['verdict'])} | {_cell('; '.join(h.get('reasons') or []), 70)} | {_cell(facts.get('sglang_version'))} | {_cell(facts.get('model'), 40)} "
                 f"| {_cell(facts.get('gpu'), 40)} | {_tests_cell(h['counts'])} | {_checks_cell(h['checks'])} |"
             )
         lines.append("")
-    unread = [f"- **{_cell(h['host'])}**: {_cell(h['error'], 200)}" for h in hosts if h.get("error")]
+    unread = [f"- **{_host(h['host'])}**: {_cell(h['error'], 200)}" for h in hosts if h.get("error")]
     if unread:
         lines += ["### Hosts not read", *_capped(unread, "hosts"), ""]
 
@@ -69,10 +78,10 @@ def render(doc: dict[str, Any]) -> str:
     for c in checks:
         if c.get("passed"):
             continue
-        where = f"[{c['host']}]" if c.get("host") else ""
+        where = f"[{_host(c['host'])}]" if c.get("host") else ""
         first = (c.get("failures") or ["failed"])[0]
         more = len(c.get("failures") or []) - 1
-        failing.append(f"- **{_cell(c['check'])}{_cell(where) if where else ''}**: {_cell(first, 140)}" + (f" (+{more} more)" if more > 0 else ""))
+        failing.append(f"- **{_cell(c['check'])}{where}**: {_cell(first, 140)}" + (f" (+{more} more)" if more > 0 else ""))
     if failing:
         lines += ["### Failing checks", *_capped(failing, "failing checks"), ""]
 
@@ -83,7 +92,7 @@ def render(doc: dict[str, Any]) -> str:
                 continue
             field = d.get("path") or d.get("field") or "?"
             why = f" — explained by `{_cell(d['finding'], 50)}`" if d.get("finding") else ""
-            diffs.append(f"| {_cell(c.get('host'))} | `{_cell(field, 50)}` | {_code(d.get('baseline'))} | {_code(d.get('live'))} | {_cell(d.get('status'), 20)}{why} |")
+            diffs.append(f"| {_host(c.get('host'))} | `{_cell(field, 50)}` | {_code(d.get('baseline'))} | {_code(d.get('live'))} | {_cell(d.get('status'), 20)}{why} |")
     if diffs:
         table = ["| host | field | baseline | live | status |", "|---|---|---|---|---|"]
         shown = diffs[:LIMIT] + ([f"| … | {len(diffs) - LIMIT} more (see the JSON report) | | | |"] if len(diffs) > LIMIT else [])
@@ -93,7 +102,7 @@ def render(doc: dict[str, Any]) -> str:
     for c in doc.get("run_checks", []):
         for host, host_diffs in (c.get("differences") or {}).items():
             fields = ", ".join(f"`{d['field']}`" for d in host_diffs[:5]) + (f" and {len(host_diffs) - 5} more" if len(host_diffs) > 5 else "")
-            drift.append(f"- **{_cell(host)}** differs from the fleet in {len(host_diffs)} field(s): {fields}")
+            drift.append(f"- **{_host(host)}** differs from the fleet in {len(host_diffs)} field(s): {fields}")
     if drift:
         lines += ["### Fleet drift", *_capped(drift, "hosts"), ""]
 
@@ -101,7 +110,7 @@ def render(doc: dict[str, Any]) -> str:
     for h in hosts:
         for f in h["findings"]:
             if f["severity"] in ("error", "warning"):
-                findings.append(f"- {_cell(h['host'])}: **{f['severity'].upper()}** `{f['id']}` {_cell(f['title'], 110)}")
+                findings.append(f"- {_host(h['host'])}: **{f['severity'].upper()}** `{f['id']}` {_cell(f['title'], 110)}")
     findings.sort(key=lambda line: "**WARNING**" in line)  # errors first
     if findings:
         lines += ["### Findings (errors and warnings)", *_capped(findings, "findings"), ""]
