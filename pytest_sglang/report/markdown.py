@@ -91,12 +91,12 @@ def render(doc: dict[str, Any]) -> str:
             if d.get("failing") is False:
                 continue
             field = d.get("path") or d.get("field") or "?"
-            why = f" — explained by `{_cell(d['finding'], 50)}`" if d.get("finding") else ""
-            diffs.append(f"| {_host(c.get('host'))} | `{_cell(field, 50)}` | {_code(d.get('baseline'))} | {_code(d.get('live'))} | {_cell(d.get('status'), 20)}{why} |")
+            explained = f" — explained by `{_cell(d['finding'], 50)}`" if d.get("finding") else ""
+            diffs.append(f"| {_host(c.get('host'))} | `{_cell(field, 50)}` | {_code(d.get('baseline'))} | {_code(d.get('live'))} | {_cell(d.get('status'), 20)}{explained} |")
     if diffs:
-        table = ["| host | field | baseline | live | status |", "|---|---|---|---|---|"]
+        diff_table = ["| host | field | baseline | live | status |", "|---|---|---|---|---|"]
         shown = diffs[:LIMIT] + ([f"| … | {len(diffs) - LIMIT} more (see the JSON report) | | | |"] if len(diffs) > LIMIT else [])
-        lines += ["### Baseline diffs", *table, *shown, ""]
+        lines += ["### Baseline diffs", *diff_table, *shown, ""]
 
     drift = []
     for c in doc.get("run_checks", []):
