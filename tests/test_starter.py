@@ -68,3 +68,13 @@ def test_with_a_baseline_the_suite_also_gates_on_every_other_field(pytester):
     key = next((pytester.path / "baselines").glob("*.json")).stem
     other = pytester.runpytest("-p", "no:benchmark", f"--sglang-host={CANDIDATE}", "-o", f"sglang_baseline_key={CANDIDATE} = {key}")
     assert any("sglang-baseline[" in line and line.startswith("FAILED") for line in other.stdout.lines), other.stdout.str()
+
+
+def test_a_suite_generated_from_a_capture_replays_it_from_any_directory(pytester, tmp_path):
+    capture = tmp_path / "cap.json"
+    assert cli("capture", BASELINE, "-o", str(capture)).returncode == 0
+    done = cli("init", "replay:cap.json", "-o", str(pytester.path / "suite"), "--baseline-dir", "baselines", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = pytester.runpytest("-p", "no:benchmark", "suite", "-c", str(pytester.path / "suite" / "pytest.ini"))
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 8 and "failed" not in outcomes and "error" not in outcomes, result.stdout.str()
