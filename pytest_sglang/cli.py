@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Callable, NoReturn, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from . import __version__
-from .errors import SGLangError, TargetError
+from .errors import SGLangError, SpecError, TargetError
 from .secrets import scrub
 
 # Each module has ``add_parser(subparsers) -> None`` and sets ``func`` on its parser; a new
@@ -30,6 +30,52 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_TARGET = 0, 1, 2, 3
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2, as argparse does, without the usage block
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def add_target_options(parser: argparse.ArgumentParser, *, host_access: bool = True, sm: bool = True) -> None:
+    """The options every subcommand that reads a target takes, in one place: the api key comes
+    only from the environment, never the command line (where shells and process lists keep it)."""
+    g = parser.add_argument_group("reading a target")
+    g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the api key (default SGLANG_API_KEY)")
+    g.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-request timeout (default 10)")
+    if sm:
+        g.add_argument("--sm", metavar="SM", help="GPU compute capability when the target cannot tell, e.g. 120 or 12.0")
+    if host_access:
+        g.add_argument("--ssh", metavar="USER@HOST[:PORT]", help="host access for GPU facts, the launch command and logs (or 'local')")
+        g.add_argument("--ssh-key", metavar="PATH", help="SSH private key")
+        g.add_argument("--ssh-insecure", action="store_true", help="do not verify SSH host keys")
+        g.add_argument("--unit", metavar="UNIT", help="systemd unit running SGLang")
+        g.add_argument("--logs", metavar="SOURCE", help="journald:UNIT, file:PATH, docker:NAME, kubectl:NS/POD or cmd:COMMAND")
+
+
+def connect_target(spec: str, args: argparse.Namespace) -> Any:
+    """Open the target a subcommand names, with the options of :func:`add_target_options`."""
+    import os
+
+    from .secrets import register
+    from .target import connect
+
+    env = args.api_key_env or "SGLANG_API_KEY"
+    if args.api_key_env and not os.environ.get(env):
+        raise SpecError(f"--api-key-env {env}: that environment variable is not set")
+    api_key = os.environ.get(env) or None
+    register(api_key)
+    sm = None
+    if getattr(args, "sm", None) is not None:
+        from .gpu import sm_from_capability
+
+        sm = sm_from_capability(args.sm)
+    return connect(
+        spec,
+        api_key=api_key,
+        timeout=args.timeout,
+        sm=sm,
+        ssh=getattr(args, "ssh", None),
+        ssh_key=getattr(args, "ssh_key", None),
+        ssh_insecure=bool(getattr(args, "ssh_insecure", False)),
+        unit=getattr(args, "unit", None),
+        logs=getattr(args, "logs", None),
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..secrets import register, scrub, scrub_object
+from ..secrets import scrub, scrub_object
 
 POLICY_HELP = "a policy entry, as in the ini file: 'PATH = ignore', 'PATH = relative 5%%', 'PATH = waive until YYYY-MM-DD: why' (repeatable)"
 
@@ -65,42 +64,15 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _target_options(p: argparse.ArgumentParser, *, host_access: bool) -> None:
-    g = p.add_argument_group("reading a target")
-    g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the api key (default SGLANG_API_KEY)")
-    g.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
-    g.add_argument("--sm", metavar="SM", help="GPU compute capability when the target cannot tell, e.g. 120")
-    if host_access:
-        g.add_argument("--ssh", metavar="USER@HOST[:PORT]", help="host access for GPU facts, the launch command and logs (or 'local')")
-        g.add_argument("--ssh-key", metavar="PATH")
-        g.add_argument("--ssh-insecure", action="store_true", help="do not verify SSH host keys")
-        g.add_argument("--unit", metavar="UNIT", help="systemd unit running SGLang")
-        g.add_argument("--logs", metavar="SOURCE", help="journald:UNIT, file:PATH, docker:NAME, kubectl:NS/POD or cmd:COMMAND")
+    from ..cli import add_target_options
+
+    add_target_options(p, host_access=host_access)
 
 
 def _connect(spec: str, args: argparse.Namespace) -> Any:
-    from ..target import connect
+    from ..cli import connect_target
 
-    env = args.api_key_env or "SGLANG_API_KEY"
-    if args.api_key_env and not os.environ.get(env):
-        raise SpecError(f"--api-key-env {env}: that environment variable is not set")
-    api_key = os.environ.get(env) or None
-    register(api_key)
-    sm = None
-    if args.sm is not None:
-        from ..gpu import sm_from_capability
-
-        sm = sm_from_capability(args.sm)
-    return connect(
-        spec,
-        api_key=api_key,
-        timeout=args.timeout,
-        sm=sm,
-        ssh=getattr(args, "ssh", None),
-        ssh_key=getattr(args, "ssh_key", None),
-        ssh_insecure=bool(getattr(args, "ssh_insecure", False)),
-        unit=getattr(args, "unit", None),
-        logs=getattr(args, "logs", None),
-    )
+    return connect_target(spec, args)
 
 
 def _print(text: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,14 +33,9 @@ def add_parser(subparsers: Any) -> None:
     launch.add_argument("--gpu-memory", metavar="SIZE", help="memory per GPU, e.g. 96GiB or 97887MiB")
     launch.add_argument("--sglang-version", metavar="VERSION", help="the SGLang release, e.g. 0.5.12")
     launch.add_argument("--model", metavar="ARCH|CONFIG", help="architecture name (Qwen3_5MoeForConditionalGeneration) or the model's config.json")
-    target = p.add_argument_group("reading a target")
-    target.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the api key (default SGLANG_API_KEY)")
-    target.add_argument("--ssh", metavar="USER@HOST[:PORT]", help="host access for GPU facts, the launch command and logs (or 'local')")
-    target.add_argument("--ssh-key", metavar="PATH")
-    target.add_argument("--ssh-insecure", action="store_true", help="do not verify SSH host keys")
-    target.add_argument("--unit", metavar="UNIT", help="systemd unit running SGLang")
-    target.add_argument("--logs", metavar="SOURCE", help="journald:UNIT, file:PATH, docker:NAME, kubectl:NS/POD or cmd:COMMAND")
-    target.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    from ..cli import add_target_options
+
+    add_target_options(p, sm=False)  # --sm is below: it serves a launch command too
     both = p.add_argument_group("both")
     both.add_argument("--sm", metavar="SM", help="GPU compute capability, e.g. 120 or 12.0")
     both.add_argument("--json", action="store_true", help="print the findings as JSON")
@@ -73,22 +67,9 @@ def run(args: argparse.Namespace) -> int:
         for name in ("gpu", "gpus", "gpu_memory", "sglang_version", "model"):
             if getattr(args, name) is not None:
                 raise SpecError(f"--{name.replace('_', '-')} is for --launch; a target reports its own (use --ssh for GPU facts, --sm for the compute capability)")
-        from ..target import connect
+        from ..cli import connect_target
 
-        env = args.api_key_env or "SGLANG_API_KEY"
-        if args.api_key_env and not os.environ.get(env):
-            raise SpecError(f"--api-key-env {env}: that environment variable is not set")
-        with connect(
-            args.target,
-            api_key=os.environ.get(env) or None,
-            timeout=args.timeout,
-            sm=_sm(args.sm),
-            ssh=args.ssh,
-            ssh_key=args.ssh_key,
-            ssh_insecure=args.ssh_insecure,
-            unit=args.unit,
-            logs=args.logs,
-        ) as target:
+        with connect_target(args.target, args) as target:
             explanation = explain(target)
     if args.json:
         print(scrub(explanation.to_json()))
@@ -116,14 +97,6 @@ def _list_rules(args: argparse.Namespace) -> int:
     else:
         print(catalog.text(kb))
     return 0
-
-
-def _sm(text: str | None) -> int | None:
-    if text is None:
-        return None
-    from ..gpu import sm_from_capability
-
-    return sm_from_capability(text)
 
 
 def _launch_text(args: argparse.Namespace) -> str | None:

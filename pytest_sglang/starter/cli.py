@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
 from ..secrets import scrub
 
 
@@ -24,34 +22,19 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("-o", "--output", default="sglang_suite", metavar="DIR", help="directory to write (default sglang_suite)")
     p.add_argument("--baseline-dir", metavar="DIR", help="also write the host's baseline there (relative to the output directory), and name it in the ini file")
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
-    p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the api key (default SGLANG_API_KEY)")
-    p.add_argument("--ssh", metavar="USER@HOST[:PORT]", help="host access for GPU facts, the launch command and logs (or 'local')")
-    p.add_argument("--unit", metavar="UNIT")
-    p.add_argument("--logs", metavar="SOURCE")
-    p.add_argument("--sm", metavar="SM", help="GPU compute capability when the target cannot tell")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    from ..cli import add_target_options
+
+    add_target_options(p)
     p.add_argument("--json", action="store_true", help="print what was written and pinned as JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..gpu import sm_from_capability
-    from ..target import connect
+    from ..cli import connect_target
     from .generate import generate, suite_values, write
 
-    env = args.api_key_env or "SGLANG_API_KEY"
-    if args.api_key_env and not os.environ.get(env):
-        raise SpecError(f"--api-key-env {env}: that environment variable is not set")
     out = Path(args.output)
-    with connect(
-        args.target,
-        api_key=os.environ.get(env) or None,
-        timeout=args.timeout,
-        sm=sm_from_capability(args.sm) if args.sm else None,
-        ssh=args.ssh,
-        unit=args.unit,
-        logs=args.logs,
-    ) as target:
+    with connect_target(args.target, args) as target:
         starter = generate(target, baseline_dir=args.baseline_dir)
         written = write(starter, out, force=args.force)
         if args.baseline_dir:
