@@ -11,6 +11,13 @@ from pathlib import Path
 
 import pytest
 
+
+@pytest.fixture(autouse=True)
+def _not_in_ci(monkeypatch):
+    """These tests start from a developer's shell: the refusal under CI is tested by setting CI."""
+    monkeypatch.delenv("CI", raising=False)
+
+
 from pytest_sglang.baseline import Policy, PolicyError, compare
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
