@@ -73,6 +73,8 @@ class BaselineState:
 
 
 STATE = pytest.StashKey[BaselineState]()
+# Benchmark baselines live beside the configuration baselines, one KEY.bench.json per key.
+BENCH_SUFFIX = ".bench.json"
 
 
 def _ci_set() -> bool:
@@ -110,7 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         policy = Policy.from_lines(config.getini(POLICY_INI), f"ini {POLICY_INI}")
         if directory.is_dir():
-            for path in sorted(directory.glob("*.json")):
+            for path in sorted(p for p in directory.glob("*.json") if not p.name.endswith(BENCH_SUFFIX)):
                 load_baseline(path)  # a broken file or policy entry stops the run here, named
     except SpecError as exc:
         raise pytest.UsageError(scrub(str(exc))) from None
@@ -257,7 +259,7 @@ class BaselinePlugin:
             lines.append(f"no baseline in {_display_path(state.directory)} needed writing: every host matches its baseline")
         if state.checks_run and state.directory.is_dir():
             written = {Path(p.file).name for p in state.pending}
-            unused = sorted(p.name for p in state.directory.glob("*.json") if p.name not in state.used and p.name not in written)
+            unused = sorted(p.name for p in state.directory.glob("*.json") if p.name not in state.used and p.name not in written and not p.name.endswith(BENCH_SUFFIX))
             if unused:
                 lines.append(f"baseline file(s) in {_display_path(state.directory)} that no host used: {', '.join(unused)}")
                 if state.unreadable_hosts:

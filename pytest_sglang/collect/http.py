@@ -54,6 +54,10 @@ class HttpClient:
     def has_api_key(self) -> bool:
         return bool(self._api_key)
 
+    def auth_headers(self) -> dict[str, str]:
+        """The headers another client (the benchmark's) needs to reach this server as this one does."""
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
 

@@ -1,0 +1,231 @@
+"""Benchmarking a target from scripts and tests: the budget, repeats, thresholds and baselines.
+
+``Bench(target).run(concurrency=[1, 48], requests=200)`` returns a :class:`BenchResult`;
+``expect(result, "p99 ttft <= 250 ms")`` raises :class:`BenchFailed` (or
+:class:`BenchInconclusive` when the client was the bottleneck). The pytest fixture
+``sglang_bench`` is this, bound to the test's host and the run's budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .. import _reads
+from ..errors import SGLangError, SpecError
+from .compare import DEFAULT_METRICS, MetricChange, compare_to_baseline, levels_missing
+from .expect import corroboration, judge
+from .load import LoadGenerator, LoadSpec, Progress, load_spec
+from .model import BenchResult
+
+Mode = Literal["off", "smoke", "full"]
+SMOKE_MAX_REQUESTS = 32
+SMOKE_MAX_DURATION_S = 15.0
+FULL_REPEATS = 3
+
+
+class BenchFailed(AssertionError):
+    """A threshold or a baseline comparison failed; the message lists each failing figure."""
+
+
+class BenchInconclusive(SGLangError):
+    """The client was the bottleneck on a level that was to be judged: neither pass nor fail."""
+
+
+class Budget(BaseModel):
+    """What the run allows against live hosts: ``off`` (no benchmark), ``smoke`` (a few
+    requests per level, one run) or ``full`` (the pattern as written, repeated), each capped
+    by ``max_requests`` and ``max_duration_s`` per level when given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Mode = "off"
+    max_requests: int | None = None
+    max_duration_s: float | None = None
+    processes: int | None = None
+
+    def apply(self, spec: LoadSpec, repeats: int | None) -> tuple[LoadSpec, int, list[str]]:
+        """The spec and repeat count this budget allows, and notes on what it cut."""
+        notes: list[str] = []
+        max_requests = self.max_requests
+        max_duration = self.max_duration_s
+        runs = repeats if repeats is not None else FULL_REPEATS
+        if self.mode == "smoke":
+            max_requests = min(max_requests or SMOKE_MAX_REQUESTS, SMOKE_MAX_REQUESTS)
+            max_duration = min(max_duration or SMOKE_MAX_DURATION_S, SMOKE_MAX_DURATION_S)
+            if runs > 1:
+                notes.append(f"smoke budget: 1 run instead of {runs}")
+            runs = 1
+        update: dict[str, Any] = {}
+        if self.processes is not None:
+            update["processes"] = self.processes
+        if max_requests is not None:
+            cap = max([max_requests, *spec.concurrency])  # a level of concurrency N needs N requests to reach N
+            planned = [spec.level_requests(concurrency=c) for c in spec.concurrency] + [spec.level_requests(rate=r) for r in spec.rates]
+            if any(n is None or n > cap for n in planned):
+                update["requests"] = cap if spec.requests is None else min(cap, spec.requests)
+                notes.append(f"{self.mode} budget: at most {update['requests']} requests per level")
+        if max_duration is not None and (spec.duration_s is None or spec.duration_s > max_duration):
+            update["duration_s"] = max_duration
+            notes.append(f"{self.mode} budget: at most {max_duration:g} s per level")
+        return (spec.model_copy(update=update) if update else spec), runs, notes
+
+
+class Bench:
+    """Benchmarks of one target. ``target`` is a :class:`~pytest_sglang.target.Target` (a live
+    server or a simulated one); a replayed capture has no server to load."""
+
+    def __init__(
+        self,
+        target: Any,
+        *,
+        budget: Budget | None = None,
+        progress: Callable[[Progress], None] | None = None,
+        on_result: Callable[[BenchResult], None] | None = None,
+    ) -> None:
+        self.target = target
+        self.budget = budget or Budget(mode="full")
+        self.progress = progress
+        self.on_result = on_result
+        self.results: list[BenchResult] = []
+
+    # -- running ----------------------------------------------------------------------
+
+    def run(self, *, repeats: int | None = None, **pattern: Any) -> BenchResult:
+        """Run a load pattern (:class:`LoadSpec` fields: concurrency, rates, requests,
+        duration_s, input_len, output_len, route, slo, ...) ``repeats`` times (default 3 under a
+        full budget, 1 under smoke) and return the result; each repeat is in ``result.repeats``."""
+        if self.budget.mode == "off":
+            raise SpecError("benchmarks are off: run with --sglang-bench=smoke or --sglang-bench=full")
+        client = getattr(self.target, "client", None)
+        url = getattr(self.target, "url", None)
+        if client is None or not url:
+            raise SpecError(f"{self.target.name}: a replayed capture has no server to benchmark; give a live host or a sim:// target")
+        if isinstance(pattern.get("slo"), dict):
+            from .stats import SLO
+
+            pattern["slo"] = SLO(**pattern["slo"])
+        model = self._model_name()
+        if model and pattern.get("route", "generate") != "generate":
+            pattern.setdefault("model", model)
+        spec, runs, notes = self.budget.apply(load_spec(**pattern), repeats)
+        generator = LoadGenerator(
+            url,
+            spec,
+            headers=client.auth_headers(),
+            name=self.target.name,
+            max_running=self._max_running(),
+            progress=self.progress,
+        )
+        outcomes = [generator.run() for _ in range(max(1, runs))]
+        result = outcomes[0].model_copy(update={"repeats": [o.levels for o in outcomes] if len(outcomes) > 1 else []})
+        result.sglang_version = self.target.version
+        result.model = self._model_name()
+        for level in result.levels:
+            level.notes += notes
+        self.results.append(result)
+        if self.on_result is not None:
+            self.on_result(result)
+        return result
+
+    def _max_running(self) -> int | None:
+        # Read for the benchmark's own use: not a value the test asserted on.
+        with _reads.paused():
+            try:
+                effective = self.target.effective
+            except SGLangError:
+                return None
+            return effective.max_running_requests_total or effective.max_running_requests
+
+    def _model_name(self) -> str | None:
+        with _reads.paused():
+            try:
+                info = self.target.model_info
+                args = self.target.server_args
+            except SGLangError:
+                return None
+            return info.served_model_name or args.served_model_name or info.model_path or args.model_path
+
+    # -- judging ------------------------------------------------------------------------
+
+    def expect(self, result: BenchResult, *thresholds: str, level: int | float | str | Sequence[int | float | str] | None = None) -> None:
+        expect(result, *thresholds, level=level)
+
+    def load(self, path: str) -> BenchResult:
+        """A ``sglang.bench_serving`` result (printed block or ``--output-file`` JSONL)."""
+        from .bench_serving import load_bench_serving
+
+        result = load_bench_serving(path)
+        self.results.append(result)
+        if self.on_result is not None:
+            self.on_result(result)
+        return result
+
+
+def _chosen(result: BenchResult, level: int | float | str | Sequence[int | float | str] | None) -> list[Any]:
+    if level is None:
+        return list(result.levels)
+    keys = [level] if isinstance(level, (int, float, str)) else list(level)
+    try:
+        return [result.level(k) for k in keys]
+    except KeyError as exc:
+        raise SpecError(str(exc.args[0])) from None
+
+
+def expect(result: BenchResult, *thresholds: str, level: int | float | str | Sequence[int | float | str] | None = None) -> None:
+    """Every threshold holds at every chosen level (all levels by default).
+
+    Raises :class:`BenchFailed` listing each failing figure with what the server said about
+    the level, or :class:`BenchInconclusive` when a chosen level was not measured validly."""
+    levels = _chosen(result, level)
+    verdict = judge(result, thresholds, levels=levels)
+    if verdict.failures:
+        lines = [f"{len(verdict.failures)} benchmark threshold(s) failed on {result.target}:"]
+        lines += [f"  {line}" for line in verdict.failures]
+        failed_levels = {line.split(":", 1)[0] for line in verdict.failures}
+        for lv in levels:
+            if lv.name in failed_levels:
+                note = corroboration(lv)
+                if note:
+                    lines.append(f"  {lv.name}: {note}")
+                if lv.failed:
+                    lines.append(f"  {lv.name}: {lv.failed} of {lv.requests} requests failed: {'; '.join(lv.errors[:2])}")
+        lines += [f"  inconclusive: {line}" for line in verdict.inconclusive]
+        raise BenchFailed("\n".join(lines))
+    if verdict.inconclusive:
+        raise BenchInconclusive("; ".join(verdict.inconclusive))
+
+
+def compare(
+    result: BenchResult,
+    entry: dict[str, Any],
+    *,
+    name: str = "benchmark",
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    tolerance: float = 0.05,
+    alpha: float = 0.05,
+) -> list[MetricChange]:
+    """Compare with a stored baseline entry; raises :class:`BenchFailed` on a regression.
+    Returns every compared metric (improvements and undecided changes included)."""
+    changes = compare_to_baseline(entry, result, metrics=metrics, tolerance=tolerance, alpha=alpha, name=name)
+    failing = [c for c in changes if c.failing]
+    if failing:
+        lines = [f"{name}: {len(failing)} figure(s) regressed against the baseline on {result.target}:"]
+        lines += [f"  {c.line()}" for c in failing]
+        for lv in result.levels:
+            if any(c.level == lv.name for c in failing):
+                note = corroboration(lv)
+                if note:
+                    lines.append(f"  {lv.name}: {note}")
+        raise BenchFailed("\n".join(lines))
+    missing = levels_missing(entry, result)
+    if missing and not changes:
+        raise BenchInconclusive(f"{name}: no level was measured conclusively to compare with the baseline (baseline levels: {', '.join(missing)})")
+    return changes
+
+
+def is_finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)

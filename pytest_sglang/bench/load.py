@@ -1,0 +1,748 @@
+"""The load generator: closed-loop concurrency levels and open-loop request rates over asyncio.
+
+What keeps the client from distorting its own measurement:
+
+- every request body is encoded before its level starts, so the hot path only sends and reads;
+- connections are kept alive and reused (a new TCP connection per request costs the client CPU
+  and adds the connect to the time to first token);
+- each request records when the load pattern *wanted* it sent and when it was sent, and latencies
+  count from the wanted time: a client that falls behind shows it as latency, not as a quieter
+  load;
+- the client measures itself while it runs (event-loop lag, send delay, its own CPU): a level on
+  which the client was the bottleneck is *inconclusive*, never a pass or a fail;
+- several client processes share one level's load when one process cannot keep up
+  (``processes=N``); their clocks are aligned on a common start instant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..errors import SpecError
+from ..secrets import scrub
+from .model import BenchResult, LevelResult, RequestRecord, ServerLoad, Validity
+from .stats import SLO, level_result, percentile
+
+try:  # a faster JSON decoder for the stream frames when it is installed
+    import orjson
+
+    _loads: Callable[[bytes], Any] = orjson.loads
+except ImportError:  # pragma: no cover - depends on the environment
+    _loads = json.loads
+
+Route = Literal["generate", "completions", "chat"]
+ROUTE_PATHS: dict[str, str] = {"generate": "/generate", "completions": "/v1/completions", "chat": "/v1/chat/completions"}
+_WORDS = ("the", "a", "of", "and", "to", "in", "is", "it", "on", "for", "as", "at", "by", "we", "be", "or")
+
+
+class ClientLimits(BaseModel):
+    """When the client's own figures make a level inconclusive."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Event-loop lag p99 and send delay p99 above this many milliseconds, or above this
+    # fraction of the level's median time to first token, whichever is larger.
+    max_lag_ms: float = 2.0
+    max_lag_fraction_of_ttft: float = 0.05
+    max_cpu: float = 0.85  # of one core, per client process
+    min_rate_fraction: float = 0.95  # open loop: sends reached / asked
+
+
+Lengths = int | tuple[int, int]
+
+
+class LoadSpec(BaseModel):
+    """A load pattern: the levels to run and what each request looks like."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    route: Route = "generate"
+    concurrency: list[int] = Field(default_factory=list)
+    rates: list[float] = Field(default_factory=list)  # requests per second, open loop
+    arrival: Literal["constant", "poisson"] = "poisson"
+    seed: int = 0
+    requests: int | None = None  # per level
+    duration_s: float | None = None  # per level: no request is sent after it
+    warmup: int = 4  # requests sent (and not measured) before the first level
+    input_len: Lengths = 128
+    output_len: Lengths = 32
+    shared_prefix: int = 0  # tokens every prompt starts with, to exercise the prefix cache
+    vocab: int = 500  # prompt token ids are drawn below this (and from 10): every tokenizer has them
+    model: str | None = None  # the OpenAI routes' "model"
+    slo: SLO = Field(default_factory=SLO)
+    processes: int = 1
+    request_timeout_s: float = 300.0
+    metrics_interval_s: float = 0.25  # 0 turns the /metrics watch off
+    limits: ClientLimits = Field(default_factory=ClientLimits)
+
+    @field_validator("concurrency")
+    @classmethod
+    def _positive_concurrency(cls, value: list[int]) -> list[int]:
+        if any(c < 1 for c in value):
+            raise ValueError("concurrency levels must be 1 or more")
+        return value
+
+    @field_validator("rates")
+    @classmethod
+    def _positive_rates(cls, value: list[float]) -> list[float]:
+        if any(not (r > 0 and math.isfinite(r)) for r in value):
+            raise ValueError("request rates must be positive numbers of requests per second")
+        return value
+
+    @field_validator("input_len", "output_len")
+    @classmethod
+    def _lengths(cls, value: Lengths) -> Lengths:
+        low, high = (value, value) if isinstance(value, int) else value
+        if low < 1 or high < low:
+            raise ValueError(f"a length is a positive number of tokens or a range (low, high) with low <= high, not {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _something_to_run(self) -> LoadSpec:
+        if not self.concurrency and not self.rates:
+            raise ValueError("give at least one concurrency level or request rate")
+        if self.requests is not None and self.requests < 1:
+            raise ValueError("requests per level must be 1 or more")
+        if self.processes < 1:
+            raise ValueError("processes must be 1 or more")
+        return self
+
+    def level_requests(self, concurrency: int | None = None, rate: float | None = None) -> int | None:
+        """Requests for one level: as asked, else enough for steady state (none when only a
+        duration bounds the level)."""
+        if self.requests is not None:
+            return self.requests
+        if self.duration_s is not None:
+            return None
+        if concurrency is not None:
+            return max(4 * concurrency, 32)
+        return max(int(math.ceil((rate or 1) * 10)), 32)
+
+
+def load_spec(**kwargs: Any) -> LoadSpec:
+    """A :class:`LoadSpec`, with a mistake reported as one line naming the setting."""
+    try:
+        return LoadSpec(**kwargs)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "load pattern"
+        message = str(first.get("msg", exc)).removeprefix("Value error, ")
+        raise SpecError(f"benchmark {where}: {message}" if where != "load pattern" else f"benchmark: {message}") from None
+
+
+# ---- prompts ---------------------------------------------------------------------------
+
+
+def _length(value: Lengths, rng: random.Random) -> int:
+    return value if isinstance(value, int) else rng.randint(value[0], value[1])
+
+
+def request_bodies(spec: LoadSpec, count: int, *, first_index: int = 0) -> list[tuple[bytes, int]]:
+    """``count`` encoded request bodies and their prompt lengths, made locally and seeded.
+
+    ``/generate`` and ``/v1/completions`` get token ids, so the prompt length is exact whatever
+    the tokenizer; chat gets words that are one token in common vocabularies."""
+    prefix_rng = random.Random(f"{spec.seed}:prefix")
+    prefix = [prefix_rng.randrange(10, spec.vocab) for _ in range(spec.shared_prefix)]
+    bodies: list[tuple[bytes, int]] = []
+    for index in range(first_index, first_index + count):
+        rng = random.Random(f"{spec.seed}:{index}")
+        n_in = max(_length(spec.input_len, rng), spec.shared_prefix + 1)
+        n_out = _length(spec.output_len, rng)
+        ids = prefix + [rng.randrange(10, spec.vocab) for _ in range(n_in - len(prefix))]
+        body: dict[str, Any]
+        if spec.route == "generate":
+            body = {"input_ids": ids, "sampling_params": {"max_new_tokens": n_out, "ignore_eos": True, "temperature": 0.0}, "stream": True}
+        elif spec.route == "completions":
+            body = {"model": spec.model or "default", "prompt": ids, "max_tokens": n_out, "ignore_eos": True, "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}}
+        else:
+            text = " ".join(_WORDS[i % len(_WORDS)] for i in ids)
+            body = {"model": spec.model or "default", "messages": [{"role": "user", "content": text}], "max_tokens": n_out, "ignore_eos": True, "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}}
+        bodies.append((json.dumps(body, separators=(",", ":")).encode(), n_in))
+    return bodies
+
+
+# ---- one request -------------------------------------------------------------------------
+
+
+def _frame_output(route: str, data: dict[str, Any], record: RequestRecord) -> bool:
+    """Read one stream frame into the record; True when it carried new output."""
+    if route == "generate":
+        meta = data.get("meta_info") or {}
+        done = meta.get("completion_tokens")
+        if isinstance(meta.get("prompt_tokens"), int):
+            record.input_tokens = meta["prompt_tokens"]
+        if isinstance(done, int):
+            new = done > (record.output_tokens or 0)
+            record.output_tokens = done
+            return new
+        return bool(data.get("text"))
+    usage = data.get("usage")
+    if isinstance(usage, dict):
+        if isinstance(usage.get("completion_tokens"), int):
+            record.output_tokens = usage["completion_tokens"]
+        if isinstance(usage.get("prompt_tokens"), int):
+            record.input_tokens = usage["prompt_tokens"]
+    for choice in data.get("choices") or ():
+        if route == "chat":
+            delta = choice.get("delta") or {}
+            if delta.get("content") or delta.get("reasoning_content"):
+                return True
+        elif choice.get("text"):
+            return True
+    return False
+
+
+def _error_text(data: Any) -> str | None:
+    if isinstance(data, dict) and data.get("error") is not None:
+        error = data["error"]
+        return str(error.get("message", error) if isinstance(error, dict) else error)
+    return None
+
+
+# ---- the level runner (one process) ----------------------------------------------------
+
+
+@dataclass
+class _ClientFigures:
+    lags: list[float] = field(default_factory=list)
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+
+
+@dataclass
+class _Share:
+    """What one client process runs of a level."""
+
+    route: str
+    concurrency: int | None
+    rate: float | None
+    arrival: str
+    requests: int | None
+    duration_s: float | None
+    seed: int
+    first_index: int
+    phase_s: float = 0.0  # constant-rate shares start staggered
+
+
+class _Runner:
+    """One event loop's share of a level: sends, reads and times requests, watches itself."""
+
+    def __init__(self, url: str, headers: dict[str, str], spec: LoadSpec) -> None:
+        self.url = url.rstrip("/")
+        self.headers = {"Content-Type": "application/json", "User-Agent": "pytest-sglang-bench", **headers}
+        self.spec = spec
+        self.path = ROUTE_PATHS[spec.route]
+        self.t0 = 0.0
+        self.in_flight = 0
+        self.progress_done = 0
+        self.session: Any = None
+
+    async def open(self) -> None:
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, enable_cleanup_closed=True)
+        timeout = aiohttp.ClientTimeout(total=self.spec.request_timeout_s, sock_connect=10)
+        self.session = aiohttp.ClientSession(connector=connector, timeout=timeout, headers=self.headers, auto_decompress=False, read_bufsize=1 << 20)
+
+    async def close(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+    async def send(self, record: RequestRecord, body: bytes) -> None:
+        import aiohttp
+
+        clock, t0, route = time.perf_counter, self.t0, self.spec.route
+        self.in_flight += 1
+        record.sent = clock() - t0
+        try:
+            async with self.session.post(self.url + self.path, data=body) as resp:
+                if resp.status != 200:
+                    text = (await resp.read())[:300].decode("utf-8", "replace").strip()
+                    record.error = f"HTTP {resp.status}: {text}"
+                    return
+                async for line in resp.content:
+                    if not line.startswith(b"data:"):
+                        continue
+                    payload = line[5:].strip()
+                    if payload == b"[DONE]":
+                        break
+                    now = clock() - t0
+                    try:
+                        data = _loads(payload)
+                    except ValueError:
+                        record.error = f"a stream frame is not JSON: {payload[:80]!r}"
+                        return
+                    error = _error_text(data)
+                    if error is not None:
+                        record.error = error
+                        return
+                    if _frame_output(route, data, record):
+                        if not record.chunk_times:
+                            record.first_token = now
+                        record.chunk_times.append(now)
+                record.end = clock() - t0
+                if not record.chunk_times:
+                    record.error = "the stream ended without output"
+        except asyncio.TimeoutError:
+            record.error = f"no complete answer within {self.spec.request_timeout_s:g} s"
+        except aiohttp.ClientError as exc:
+            record.error = f"{type(exc).__name__}: {exc}"
+        except asyncio.CancelledError:
+            record.error = "cancelled"
+            raise
+        finally:
+            self.in_flight -= 1
+            self.progress_done += 1
+            if record.error is not None:
+                record.error = scrub(record.error)
+
+    async def warm(self, bodies: Sequence[tuple[bytes, int]]) -> None:
+        self.t0 = time.perf_counter()
+        queue = list(bodies)
+        width = max(1, min(8, len(queue)))
+
+        async def worker() -> None:
+            while queue:
+                body, n_in = queue.pop()
+                await self.send(RequestRecord(-1, 0.0, input_tokens=n_in), body)
+
+        await asyncio.gather(*(worker() for _ in range(width)))
+
+    async def closed_loop(self, share: _Share, bodies: _Bodies, stop_at: float | None, records: list[RequestRecord]) -> None:
+        clock, t0 = time.perf_counter, self.t0
+        limit = share.requests
+        next_index = 0
+
+        async def worker() -> None:
+            nonlocal next_index
+            while True:
+                now = clock() - t0
+                if (limit is not None and next_index >= limit) or (stop_at is not None and now >= stop_at):
+                    return
+                index = next_index
+                next_index += 1
+                body, n_in = bodies.get(index)
+                record = RequestRecord(share.first_index + index, now, input_tokens=n_in)
+                records.append(record)
+                await self.send(record, body)
+
+        await asyncio.gather(*(worker() for _ in range(share.concurrency or 1)))
+
+    async def open_loop(self, share: _Share, bodies: _Bodies, stop_at: float | None, records: list[RequestRecord]) -> None:
+        clock, t0 = time.perf_counter, self.t0
+        rate = share.rate or 1.0
+        rng = random.Random(f"{share.seed}:arrivals")
+        due = share.phase_s
+        tasks: list[asyncio.Task[None]] = []
+        index = 0
+        while (share.requests is None or index < share.requests) and (stop_at is None or due < stop_at):
+            wait = due - (clock() - t0)
+            if wait > 0:
+                await asyncio.sleep(wait)
+            body, n_in = bodies.get(index)
+            record = RequestRecord(share.first_index + index, due, input_tokens=n_in)
+            records.append(record)
+            tasks.append(asyncio.ensure_future(self.send(record, body)))
+            index += 1
+            due += rng.expovariate(rate) if share.arrival == "poisson" else 1.0 / rate
+        await asyncio.gather(*tasks)
+
+    async def watch_loop(self, lags: list[float], stop: asyncio.Event) -> None:
+        """Event-loop lag: how late a timer fires. Everything the loop does late (reading a
+        chunk, sending a request) is late by about this much."""
+        loop = asyncio.get_running_loop()
+        interval = 0.005
+        while not stop.is_set():
+            due = loop.time() + interval
+            await asyncio.sleep(interval)
+            lags.append(max(0.0, loop.time() - due))
+
+
+class _Bodies:
+    """Request bodies by index: made ahead when the count is known, else in batches ahead of use."""
+
+    def __init__(self, spec: LoadSpec, first_index: int, count: int | None) -> None:
+        self.spec, self.first_index = spec, first_index
+        self.made = request_bodies(spec, count if count is not None else 256, first_index=first_index)
+
+    def get(self, index: int) -> tuple[bytes, int]:
+        if index >= len(self.made):
+            self.made += request_bodies(self.spec, max(256, len(self.made)), first_index=self.first_index + len(self.made))
+        return self.made[index]
+
+
+async def _run_share(
+    url: str,
+    headers: dict[str, str],
+    spec: LoadSpec,
+    share: _Share,
+    start_wall: float | None,
+    warmup: int,
+    *,
+    watch: _MetricsWatch | None = None,
+    hold: list[_Runner] | None = None,
+) -> tuple[list[RequestRecord], _ClientFigures]:
+    runner = _Runner(url, headers, spec)
+    if hold is not None:
+        hold.append(runner)
+    await runner.open()
+    try:
+        if warmup:
+            await runner.warm(request_bodies(spec, warmup, first_index=10_000_000 + share.first_index))
+        bodies = _Bodies(spec, share.first_index, share.requests)
+        if start_wall is not None:  # processes start together: sleep, then spin the last ms
+            while (left := start_wall - time.time()) > 0.002:
+                await asyncio.sleep(left - 0.001)
+            while time.time() < start_wall:
+                pass
+        figures = _ClientFigures()
+        runner.progress_done = 0
+        stop = asyncio.Event()
+        watcher = asyncio.ensure_future(runner.watch_loop(figures.lags, stop))
+        metrics = asyncio.ensure_future(watch.run(stop.is_set)) if watch is not None else None
+        records: list[RequestRecord] = []
+        cpu0 = time.thread_time()
+        runner.t0 = time.perf_counter()
+        stop_at = spec.duration_s
+        if share.concurrency is not None:
+            await runner.closed_loop(share, bodies, stop_at, records)
+        else:
+            await runner.open_loop(share, bodies, stop_at, records)
+        figures.wall_s = time.perf_counter() - runner.t0
+        figures.cpu_s = time.thread_time() - cpu0
+        stop.set()
+        await watcher
+        if metrics is not None:
+            await metrics
+        return records, figures
+    finally:
+        await runner.close()
+
+
+def _child(url: str, headers: dict[str, str], spec_json: str, share: _Share, start_wall: float, warmup: int) -> tuple[list[RequestRecord], _ClientFigures]:
+    """A client process's part of a level (runs in a spawned process)."""
+    spec = LoadSpec.model_validate_json(spec_json)
+    return asyncio.run(_run_share(url, headers, spec, share, start_wall, warmup))
+
+
+# ---- /metrics watch ---------------------------------------------------------------------
+
+_SAMPLE = re.compile(r"^(sglang:(?:num_running_reqs|num_queue_reqs|token_usage))(\{[^}]*\})?\s+(\S+)", re.M)
+_OTHER_RANK = re.compile(r'\b(?:tp_rank|pp_rank)="(?!0")')
+
+
+def read_load(text: str) -> dict[str, float]:
+    """Running and queued requests and token usage from Prometheus text, summed over the
+    data-parallel ranks (each tensor/pipeline group counted once, by its rank 0)."""
+    out: dict[str, float] = {}
+    for name, labels, value in _SAMPLE.findall(text):
+        if labels and _OTHER_RANK.search(labels):
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        key = name.split(":", 1)[1]
+        out[key] = max(out.get(key, 0.0), number) if key == "token_usage" else out.get(key, 0.0) + number
+    return out
+
+
+class _MetricsWatch:
+    """Polls /metrics while a level runs. In one client process it is a task of the client's
+    own loop (a thread would take the interpreter lock from the loop at random moments); with
+    several client processes the parent, which measures nothing, runs it."""
+
+    def __init__(self, url: str, headers: dict[str, str], interval: float) -> None:
+        self.url, self.headers, self.interval = url.rstrip("/") + "/metrics", headers, interval
+        self.samples: list[dict[str, float]] = []
+        self.problem: str | None = None
+
+    async def run(self, stopped: Callable[[], bool]) -> None:
+        import aiohttp
+
+        timeout = aiohttp.ClientTimeout(total=2)
+        async with aiohttp.ClientSession(headers=self.headers, timeout=timeout) as session:
+            while not stopped():
+                try:
+                    async with session.get(self.url) as resp:
+                        if resp.status != 200:
+                            self.problem = f"/metrics answered HTTP {resp.status} (start the server with --enable-metrics)"
+                            return
+                        text = await resp.text()
+                except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                    self.problem = f"/metrics could not be read: {type(exc).__name__}"
+                    return
+                sample = read_load(text)
+                if not sample:
+                    self.problem = "/metrics has no sglang:num_running_reqs"
+                    return
+                self.samples.append(sample)
+                waited = 0.0
+                while waited < self.interval and not stopped():
+                    await asyncio.sleep(0.05)
+                    waited += 0.05
+
+    def summary(self, max_running: int | None) -> ServerLoad:
+        if not self.samples:
+            return ServerLoad(note=self.problem or "no /metrics sample was taken", max_running_requests=max_running)
+        running = [s.get("num_running_reqs", 0.0) for s in self.samples]
+        peak = max(running)
+        return ServerLoad(
+            samples=len(self.samples),
+            peak_running=peak,
+            peak_queue=max(s.get("num_queue_reqs", 0.0) for s in self.samples),
+            peak_token_usage=max(s.get("token_usage", 0.0) for s in self.samples),
+            mean_running=sum(running) / len(running),
+            max_running_requests=max_running,
+            reached_max_running=(peak >= max_running) if max_running else None,
+            note=self.problem,
+        )
+
+
+# ---- validity -------------------------------------------------------------------------
+
+
+def judge(level: LevelResult, figures: Sequence[_ClientFigures], records: Sequence[RequestRecord], limits: ClientLimits, target_rate: float | None) -> Validity:
+    """Whether the client kept up with the level, from what it measured of itself."""
+    lags = sorted(lag for f in figures for lag in f.lags)
+    delays = sorted(r.send_delay for r in records if not math.isnan(r.sent))
+    lag_p99 = percentile(lags, 99) * 1000 if lags else None
+    delay_p99 = percentile(delays, 99) * 1000 if delays else None
+    cpu = max((f.cpu_s / f.wall_s for f in figures if f.wall_s > 0), default=None)
+    budget = max(limits.max_lag_ms, limits.max_lag_fraction_of_ttft * (level.ttft.median or 0.0))
+    reasons: list[str] = []
+    if lag_p99 is not None and lag_p99 > budget:
+        reasons.append(f"the client's event loop ran {lag_p99:.1f} ms late (p99), more than {budget:.1f} ms")
+    if delay_p99 is not None and delay_p99 > budget:
+        reasons.append(f"requests left the client {delay_p99:.1f} ms behind schedule (p99), more than {budget:.1f} ms")
+    if cpu is not None and cpu > limits.max_cpu:
+        reasons.append(f"a client process used {cpu:.0%} of a core (limit {limits.max_cpu:.0%})")
+    achieved = None
+    if target_rate is not None and records:
+        sends = sorted(r.sent for r in records if not math.isnan(r.sent))
+        span = sends[-1] - sends[0] if len(sends) > 1 else 0.0
+        achieved = (len(sends) - 1) / span if span > 0 else None
+        due_span = max(r.scheduled for r in records) - min(r.scheduled for r in records)
+        asked = (len(records) - 1) / due_span if due_span > 0 else target_rate
+        if achieved is not None and achieved < limits.min_rate_fraction * asked:
+            reasons.append(f"the client sent {achieved:.1f} requests/s of the {asked:.1f} asked ({achieved / asked:.0%})")
+    if reasons:
+        reasons.append("spread the load over more client processes (processes=N, --sglang-bench-processes) or lower the level")
+    return Validity(
+        verdict="inconclusive" if reasons else "valid",
+        reasons=reasons,
+        loop_lag_p99_ms=lag_p99,
+        loop_lag_max_ms=lags[-1] * 1000 if lags else None,
+        send_delay_p99_ms=delay_p99,
+        client_cpu=cpu,
+        processes=len(figures),
+        target_rate=target_rate,
+        achieved_rate=achieved,
+    )
+
+
+# ---- the whole run ----------------------------------------------------------------------
+
+
+def _split(total: int | None, parts: int, i: int) -> int | None:
+    if total is None:
+        return None
+    return total // parts + (1 if i < total % parts else 0)
+
+
+@dataclass
+class Progress:
+    """What a progress display is told: one level's state, now and then."""
+
+    level: str
+    done: int
+    total: int | None
+    elapsed_s: float
+    finished: bool = False
+
+
+class LoadGenerator:
+    """Runs a :class:`LoadSpec` against one server URL and returns a :class:`BenchResult`.
+
+    ``headers`` carry the server's auth (they are never shown); ``max_running`` is the target's
+    effective max_running_requests, for the /metrics corroboration."""
+
+    def __init__(
+        self,
+        url: str,
+        spec: LoadSpec,
+        *,
+        headers: dict[str, str] | None = None,
+        name: str | None = None,
+        max_running: int | None = None,
+        progress: Callable[[Progress], None] | None = None,
+        progress_interval_s: float = 2.0,
+    ) -> None:
+        self.url, self.spec = url.rstrip("/"), spec
+        self.headers = dict(headers or {})
+        self.name = name or self.url
+        self.max_running = max_running
+        self.progress = progress
+        self.progress_interval_s = progress_interval_s
+
+    def levels(self) -> list[tuple[str, _Share]]:
+        spec = self.spec
+        out: list[tuple[str, _Share]] = []
+        first = 0
+        for c in spec.concurrency:
+            n = spec.level_requests(concurrency=c)
+            out.append((f"concurrency={c}", _Share(spec.route, c, None, spec.arrival, n, spec.duration_s, spec.seed, first)))
+            first += n or 1_000_000
+        for r in spec.rates:
+            n = spec.level_requests(rate=r)
+            out.append((f"rate={r:g}/s {spec.arrival}", _Share(spec.route, None, r, spec.arrival, n, spec.duration_s, spec.seed, first)))
+            first += n or 1_000_000
+        return out
+
+    def run(self) -> BenchResult:
+        """Run every level in order; safe to call whether or not an event loop is running."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self._run()
+        box: list[BenchResult | BaseException] = []
+        thread = threading.Thread(target=lambda: box.append(self._run_catching()), name="sglang-bench")
+        thread.start()
+        thread.join()
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
+
+    def _run_catching(self) -> BenchResult | BaseException:
+        try:
+            return self._run()
+        except BaseException as exc:  # handed to the caller's thread
+            return exc
+
+    def _run(self) -> BenchResult:
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        result = BenchResult(target=self.name, route=ROUTE_PATHS[self.spec.route], started=started, settings=self._settings())
+        pool: ProcessPoolExecutor | None = None
+        if self.spec.processes > 1:
+            import multiprocessing
+
+            pool = ProcessPoolExecutor(self.spec.processes, mp_context=multiprocessing.get_context("spawn"))
+        try:
+            for i, (name, share) in enumerate(self.levels()):
+                result.levels.append(self._level(name, share, warmup=self.spec.warmup if i == 0 else 0, pool=pool))
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+        return result
+
+    def _settings(self) -> dict[str, object]:
+        data = self.spec.model_dump(mode="json", exclude={"limits"})
+        return {k: v for k, v in data.items() if v not in (None, [], {})}
+
+    def _level(self, name: str, share: _Share, *, warmup: int, pool: ProcessPoolExecutor | None) -> LevelResult:
+        spec = self.spec
+        watch = _MetricsWatch(self.url, self.headers, spec.metrics_interval_s) if spec.metrics_interval_s > 0 else None
+        ticker = _Ticker(self, name, share.requests)
+        ticker.start()
+        try:
+            if pool is None:
+                hold: list[_Runner] = []
+                ticker.source = lambda: hold[0].progress_done if hold else 0
+                records, figures = asyncio.run(_run_share(self.url, self.headers, spec, share, None, warmup, watch=watch, hold=hold))
+                all_figures = [figures]
+            else:
+                records, all_figures = self._spread(share, warmup, pool, watch)
+        finally:
+            ticker.stop()
+        records.sort(key=lambda r: r.scheduled)
+        level = level_result(name, records, mode="concurrency" if share.concurrency else "rate", concurrency=share.concurrency, rate=share.rate, arrival=share.arrival if share.rate else None, slo=spec.slo)
+        level.validity = judge(level, all_figures, records, spec.limits, share.rate)
+        if watch is not None:
+            level.server = watch.summary(self.max_running)
+        return level
+
+    def _spread(self, share: _Share, warmup: int, pool: ProcessPoolExecutor, watch: _MetricsWatch | None) -> tuple[list[RequestRecord], list[_ClientFigures]]:
+        """The level split over the pool's processes, all starting at one wall-clock instant;
+        the parent watches /metrics meanwhile."""
+        n = self.spec.processes
+        spec_json = self.spec.model_dump_json()
+        start_wall = time.time() + 1.5 + 0.02 * warmup  # time for spawned processes to import and warm up
+        futures = []
+        for i in range(n):
+            concurrency = _split(share.concurrency, n, i)
+            if share.concurrency is not None and not concurrency:
+                continue
+            part = _Share(
+                share.route,
+                concurrency,
+                share.rate / n if share.rate else None,
+                share.arrival,
+                _split(share.requests, n, i),
+                share.duration_s,
+                share.seed + i * 7919,
+                share.first_index + i * 1_000_000,
+                phase_s=(i / share.rate) if share.rate and share.arrival == "constant" else 0.0,
+            )
+            futures.append(pool.submit(_child, self.url, self.headers, spec_json, part, start_wall, _split(warmup, n, i) or 0))
+        done = threading.Event()
+        watcher = threading.Thread(target=lambda: asyncio.run(watch.run(done.is_set)), daemon=True) if watch is not None else None
+        if watcher is not None:
+            watcher.start()
+        records: list[RequestRecord] = []
+        figures: list[_ClientFigures] = []
+        try:
+            for future in futures:
+                part_records, part_figures = future.result()
+                records += part_records
+                figures.append(part_figures)
+        finally:
+            done.set()
+            if watcher is not None:
+                watcher.join(timeout=5)
+        return records, figures
+
+
+class _Ticker:
+    """Tells the progress display how a level is going, every few seconds, from a thread."""
+
+    def __init__(self, gen: LoadGenerator, level: str, total: int | None) -> None:
+        self.gen, self.level, self.total = gen, level, total
+        self.source: Callable[[], int] = lambda: 0
+        self._stop = threading.Event()
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="sglang-bench-progress", daemon=True)
+
+    def start(self) -> None:
+        if self.gen.progress is not None:
+            self._thread.start()
+
+    def stop(self) -> None:
+        if self.gen.progress is None:
+            return
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
+        self.gen.progress(Progress(self.level, self.total or 0, self.total, time.monotonic() - self._started, finished=True))
+
+    def _run(self) -> None:
+        assert self.gen.progress is not None
+        while not self._stop.wait(self.gen.progress_interval_s):
+            self.gen.progress(Progress(self.level, self.source(), self.total, time.monotonic() - self._started))
+
+
+def run_load(url: str, spec: LoadSpec, **kwargs: Any) -> BenchResult:
+    """Run ``spec`` against ``url``: see :class:`LoadGenerator`."""
+    return LoadGenerator(url, spec, **kwargs).run()

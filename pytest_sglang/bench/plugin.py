@@ -1,0 +1,234 @@
+"""pytest hooks for serving benchmarks: ``--sglang-bench``, the ``sglang_bench`` fixture.
+
+Safety first, since a benchmark loads a live server:
+
+- nothing runs unless ``--sglang-bench=smoke|full`` is given (default ``off``: benchmark tests
+  are skipped), and the budget caps requests and seconds per level;
+- benchmark tests run after every other test of the same process, and never against a host
+  whose configuration checks (``--sglang-lint``, ``--sglang-baseline``) failed in this session,
+  in any xdist worker;
+- one benchmark at a time per host, across xdist workers (a lock file per host);
+- a level on which the client was the bottleneck is reported *inconclusive* (a skip whose
+  reason starts with "inconclusive"), never a pass or a fail.
+
+Each result travels in the test report's ``user_properties`` under ``"sglang.bench"``, so the
+JSON and Markdown reports carry it with or without xdist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..checks import CHECK_PROPERTY, session_state
+from ..errors import SGLangError
+from ..secrets import scrub, scrub_object
+
+BENCH_PROPERTY = "sglang.bench"
+FIXTURE = "sglang_bench"
+MODES = ("off", "smoke", "full")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sglang", "SGLang server configuration")
+    group.addoption(
+        "--sglang-bench",
+        dest="sglang_bench",
+        default=None,
+        choices=MODES,
+        help="run serving benchmarks (tests using sglang_bench): off (default, they are skipped), smoke (a few requests per level, one run) or full (as written, repeated) (ini: sglang_bench)",
+    )
+    group.addoption("--sglang-bench-max-requests", dest="sglang_bench_max_requests", type=int, default=None, metavar="N", help="at most N requests per benchmark level (ini: sglang_bench_max_requests)")
+    group.addoption("--sglang-bench-max-duration", dest="sglang_bench_max_duration", type=float, default=None, metavar="SECONDS", help="at most SECONDS per benchmark level (ini: sglang_bench_max_duration)")
+    group.addoption("--sglang-bench-processes", dest="sglang_bench_processes", type=int, default=None, metavar="N", help="spread each level's load over N client processes")
+    group.addoption("--sglang-bench-progress", dest="sglang_bench_progress", action="store_true", default=False, help="show benchmark progress even under -q or when CI is set")
+    parser.addini("sglang_bench", "serving benchmarks: off, smoke or full", default="off")
+    parser.addini("sglang_bench_max_requests", "at most this many requests per benchmark level", default="")
+    parser.addini("sglang_bench_max_duration", "at most this many seconds per benchmark level", default="")
+
+
+def _setting(config: pytest.Config, name: str, kind: type, option: str) -> Any:
+    value = config.getoption(name)
+    if value is None:
+        text = str(config.getini(name) or "").strip()
+        if not text:
+            return None
+        try:
+            value = kind(text)
+        except ValueError:
+            raise pytest.UsageError(f"ini {name} = {text!r}: give a number") from None
+    if value is not None and value <= 0:
+        raise pytest.UsageError(f"{option} {value}: give a positive number")
+    return value
+
+
+class BenchPlugin:
+    """The run's benchmark state: budget, shared directory, hosts whose configuration failed."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from .api import Budget
+
+        self.config = config
+        mode = config.getoption("sglang_bench") or str(config.getini("sglang_bench") or "off").strip() or "off"
+        if mode not in MODES:
+            raise pytest.UsageError(f"ini sglang_bench = {mode!r}: use off, smoke or full")
+        self.budget = Budget(
+            mode=mode,  # type: ignore[arg-type]
+            max_requests=_setting(config, "sglang_bench_max_requests", int, "--sglang-bench-max-requests"),
+            max_duration_s=_setting(config, "sglang_bench_max_duration", float, "--sglang-bench-max-duration"),
+            processes=config.getoption("sglang_bench_processes"),
+        )
+        self.failed_hosts: dict[str, str] = {}
+        self._shared: Path | None = None
+
+    # -- a directory every xdist worker of this run shares ----------------------------
+
+    def shared_dir(self) -> Path:
+        if self._shared is None:
+            factory = self.config._tmp_path_factory  # type: ignore[attr-defined]
+            base = factory.getbasetemp()
+            root = base.parent if hasattr(self.config, "workerinput") else base
+            self._shared = root / "sglang-bench"
+            self._shared.mkdir(parents=True, exist_ok=True)
+        return self._shared
+
+    def _host_file(self, host: str, suffix: str) -> Path:
+        digest = hashlib.sha256(host.encode()).hexdigest()[:16]
+        return self.shared_dir() / f"{digest}.{suffix}"
+
+    def mark_failed(self, host: str, why: str) -> None:
+        self.failed_hosts.setdefault(host, why)
+        with contextlib.suppress(OSError):
+            with open(self._host_file(host, "failed"), "a", encoding="utf-8") as f:
+                f.write(why + "\n")
+
+    def failure_of(self, host: str) -> str | None:
+        if host in self.failed_hosts:
+            return self.failed_hosts[host]
+        with contextlib.suppress(OSError):
+            text = self._host_file(host, "failed").read_text(encoding="utf-8").strip()
+            if text:
+                return text.splitlines()[0]
+        return None
+
+    @contextlib.contextmanager
+    def host_lock(self, host: str) -> Iterator[None]:
+        """One benchmark at a time against a host, whichever worker runs it."""
+        with open(self._host_file(host, "lock"), "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # -- hooks --------------------------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Benchmarks last: the configuration tests of a host run before its benchmark."""
+        bench = [item for item in items if FIXTURE in getattr(item, "fixturenames", ())]
+        if bench:
+            others = [item for item in items if FIXTURE not in getattr(item, "fixturenames", ())]
+            items[:] = others + bench
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """A failed configuration check of a host (lint, baseline) stops its benchmarks: a
+        configuration that is not the one meant to be measured is not worth loading."""
+        if not report.failed:
+            return
+        for name, record in report.user_properties:
+            if name == CHECK_PROPERTY and isinstance(record, dict) and record.get("host") and not record.get("passed", True):
+                self.mark_failed(str(record["host"]), f"{report.nodeid} failed")
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+        outcome = yield
+        report = outcome.get_result()
+        from .api import BenchFailed, BenchInconclusive
+
+        error = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(error, BenchInconclusive):
+            # Neither pass nor fail: a skip that says why the measurement cannot be trusted.
+            report.outcome = "skipped"
+            path, line, _ = item.reportinfo()
+            report.longrepr = (str(path), (line or 0) + 1, scrub(f"Skipped: inconclusive: {error}"))
+        elif isinstance(error, (BenchFailed, SGLangError)) and report.failed:
+            # The figures are the failure; the library's traceback says nothing more.
+            report.longrepr = scrub(str(error))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sglang_bench: a serving benchmark (set on every test that uses the sglang_bench fixture)")
+    config.pluginmanager.register(BenchPlugin(config), "sglang-bench")
+
+
+def _plugin(config: pytest.Config) -> BenchPlugin:
+    plugin = config.pluginmanager.get_plugin("sglang-bench")
+    assert isinstance(plugin, BenchPlugin)
+    return plugin
+
+
+def _progress_writer(config: pytest.Config, plugin: BenchPlugin) -> Any:
+    """Progress lines on pytest's terminal: shown by default, silent under -q, in CI logs and
+    in xdist workers (which have no terminal) unless --sglang-bench-progress asks."""
+    forced = config.getoption("sglang_bench_progress")
+    ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+    if not forced and (config.get_verbosity() < 0 or ci):
+        return None
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is None:
+        return None
+
+    def show(progress: Any) -> None:
+        total = f"/{progress.total}" if progress.total else ""
+        state = "done" if progress.finished else "running"
+        terminal.write_line(f"sglang bench: {progress.level}: {progress.done}{total} requests, {progress.elapsed_s:.1f} s ({state})")
+
+    return show
+
+
+@pytest.fixture
+def sglang_bench(sglang: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Serving benchmarks of the test's host: ``sglang_bench.run(concurrency=[1, 48])``,
+    ``sglang_bench.expect(result, "p99 ttft <= 250 ms")``, ``sglang_bench.baseline(result)``."""
+    from .session import HostBench
+
+    config = request.config
+    plugin = _plugin(config)
+    request.node.add_marker("sglang_bench")
+    if plugin.budget.mode == "off":
+        pytest.skip("serving benchmarks are off: run with --sglang-bench=smoke or --sglang-bench=full")
+    why = plugin.failure_of(sglang.name)
+    if why:
+        pytest.skip(f"benchmark not run: the configuration of {sglang.name} failed in this session ({why})")
+    node = request.node
+
+    def record(result: Any) -> None:
+        data = result.model_dump(mode="json", exclude={"repeats"})
+        data["repeats"] = len(result.repeats) or 1
+        data["test"] = node.nodeid
+        node.user_properties.append((BENCH_PROPERTY, scrub_object(data)))
+
+    bench = HostBench(sglang, config=config, budget=plugin.budget, progress=_progress_writer(config, plugin), on_result=record, name=node.originalname if hasattr(node, "originalname") else node.name)
+    with plugin.host_lock(sglang.name):
+        try:
+            yield bench
+        except SGLangError:
+            raise
+
+
+def bench_records(user_properties: Any) -> list[dict[str, Any]]:
+    """The benchmark results a test report carries."""
+    return [value for name, value in user_properties or () if name == BENCH_PROPERTY and isinstance(value, dict)]
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True)

@@ -1,0 +1,95 @@
+"""The ``sglang_bench`` fixture's object: :class:`~pytest_sglang.bench.api.Bench` for the
+test's host, plus comparison with the benchmark baseline kept beside the gate's baselines.
+
+Benchmark baselines share the gate's directory (``--sglang-baseline DIR``), deployment keys and
+update rule (``--sglang-update-baseline``, refused when CI is set): ``DIR/KEY.bench.json`` holds
+one entry per benchmark, with every repeat's figures per level.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..errors import SpecError
+from .api import Bench, Budget, compare
+from .compare import BENCH_BASELINE_KIND, DEFAULT_METRICS, BenchBaselineError, MetricChange, baseline_entry
+from .model import BenchResult
+
+
+class HostBench(Bench):
+    def __init__(self, target: Any, *, config: pytest.Config, budget: Budget, name: str, **kwargs: Any) -> None:
+        super().__init__(target, budget=budget, **kwargs)
+        self.config = config
+        self.name = name
+        self.notes: list[str] = []
+
+    def baseline(
+        self,
+        result: BenchResult,
+        *,
+        name: str | None = None,
+        metrics: Sequence[str] = DEFAULT_METRICS,
+        tolerance: float = 0.05,
+        alpha: float = 0.05,
+    ) -> list[MetricChange]:
+        """Compare ``result`` with this benchmark's stored baseline (or store it, under
+        ``--sglang-update-baseline``). Raises ``BenchFailed`` when a figure regressed: a change
+        beyond ``tolerance`` that the repeats show is not noise (one-sided Mann-Whitney p <= alpha)."""
+        from ..baseline.plugin import BENCH_SUFFIX, STATE
+        from ..baseline.document import default_key, document
+
+        state = self.config.stash.get(STATE, None)
+        if state is None:
+            raise SpecError("a benchmark baseline needs the gate's baseline directory: give --sglang-baseline DIR (or the sglang_baseline ini key)")
+        key = state.keys.get(self.target.name) or default_key(document(self.target))
+        path = Path(state.directory) / f"{key}{BENCH_SUFFIX}"
+        bench_name = name or self.name
+        with _locked(path):
+            stored = _read(path)
+            entry = stored["benchmarks"].get(bench_name)
+            if state.update:
+                stored["benchmarks"][bench_name] = baseline_entry(result)
+                _write(path, stored, key)
+                self.notes.append(f"benchmark baseline {bench_name} written to {path}")
+                return []
+        if entry is None:
+            raise BenchBaselineError(f"no benchmark baseline {bench_name!r} in {path} (deployment key {key}): record it with --sglang-update-baseline")
+        return compare(result, entry, name=bench_name, metrics=metrics, tolerance=tolerance, alpha=alpha)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {"kind": BENCH_BASELINE_KIND, "benchmarks": {}}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BenchBaselineError(f"benchmark baseline {path}: cannot be read ({exc}); fix it or rewrite it with --sglang-update-baseline") from None
+    if not isinstance(data, dict) or data.get("kind") != BENCH_BASELINE_KIND or not isinstance(data.get("benchmarks"), dict):
+        raise BenchBaselineError(f"benchmark baseline {path}: not a pytest-sglang benchmark baseline (kind {BENCH_BASELINE_KIND!r} with a \"benchmarks\" object)")
+    return data
+
+
+def _write(path: Path, data: dict[str, Any], key: str) -> None:
+    data = {**data, "kind": BENCH_BASELINE_KIND, "key": key}
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
