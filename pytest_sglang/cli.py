@@ -6,7 +6,7 @@
 
 Exit codes (every subcommand): 0 done, nothing at or above ``--fail-on``; 1 findings at or
 above ``--fail-on``; 2 bad usage or input (one line says what to fix); 3 a target could not
-be read.
+be read; 4 a benchmark was inconclusive (its client was the bottleneck).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .secrets import scrub
 
 # Each module has ``add_parser(subparsers) -> None`` and sets ``func`` on its parser; a new
 # capability adds its module here.
-COMMANDS = ("pytest_sglang.explain.cli", "pytest_sglang.starter.cli", "pytest_sglang.capture.cli", "pytest_sglang.baseline.cli")
+COMMANDS = ("pytest_sglang.explain.cli", "pytest_sglang.starter.cli", "pytest_sglang.capture.cli", "pytest_sglang.baseline.cli", "pytest_sglang.bench.cli")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_TARGET = 0, 1, 2, 3
 

@@ -54,7 +54,7 @@ class ClientLimits(BaseModel):
 
     # Event-loop lag p99 and send delay p99 above this many milliseconds, or above this
     # fraction of the level's median time to first token, whichever is larger.
-    max_lag_ms: float = 2.0
+    max_lag_ms: float = 5.0
     max_lag_fraction_of_ttft: float = 0.05
     max_cpu: float = 0.85  # of one core, per client process
     min_rate_fraction: float = 0.95  # open loop: sends reached / asked
@@ -540,7 +540,11 @@ def judge(level: LevelResult, figures: Sequence[_ClientFigures], records: Sequen
         if achieved is not None and achieved < limits.min_rate_fraction * asked:
             reasons.append(f"the client sent {achieved:.1f} requests/s of the {asked:.1f} asked ({achieved / asked:.0%})")
     if reasons:
-        reasons.append("spread the load over more client processes (processes=N, --sglang-bench-processes) or lower the level")
+        busy_client = (cpu is not None and cpu > limits.max_cpu) or any("requests/s of the" in r for r in reasons)
+        if busy_client:
+            reasons.append("spread the load over more client processes (processes=N, --sglang-bench-processes) or lower the level")
+        else:
+            reasons.append("the client itself was not busy: other work on its machine kept it from running on time; run it where nothing else competes for the CPU")
     return Validity(
         verdict="inconclusive" if reasons else "valid",
         reasons=reasons,

@@ -59,8 +59,26 @@ def report_entry(report: pytest.TestReport) -> dict[str, Any]:
         "message": _message(report) if report.outcome != "passed" else None,
         "xfail": bool(getattr(report, "wasxfail", None) is not None),
         "checks": checks,
+        "benchmarks": _bench_records(props) if report.when == "call" else [],
     }
     return scrub_object(entry)
+
+
+def _bench_records(props: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    from ..bench.plugin import BENCH_PROPERTY
+
+    return [value for name, value in props if name == BENCH_PROPERTY and isinstance(value, dict)]
+
+
+def _benchmarks(entries: Iterable[dict[str, Any]], tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every benchmark result of the run, with its host and the outcome of the test that ran it."""
+    by_id = {t["nodeid"]: t for t in tests}
+    out: list[dict[str, Any]] = []
+    for entry in entries:
+        for record in entry.get("benchmarks") or ():
+            test = by_id.get(entry["nodeid"], {})
+            out.append({**record, "test": entry["nodeid"], "host": test.get("host") or entry["host"], "outcome": test.get("outcome", entry["outcome"])})
+    return out
 
 
 def host_properties(config: pytest.Config, spec: HostSpec) -> list[tuple[str, str]]:
@@ -206,7 +224,7 @@ def baseline_diffs(check: dict[str, Any]) -> list[dict[str, Any]]:
 # ---- the document -----------------------------------------------------------------------------
 
 
-def _host_section(state: Any, spec: HostSpec, tests: list[dict[str, Any]], checks: list[dict[str, Any]], run_checks: list[dict[str, Any]]) -> dict[str, Any]:
+def _host_section(state: Any, spec: HostSpec, tests: list[dict[str, Any]], checks: list[dict[str, Any]], run_checks: list[dict[str, Any]], benchmarks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     section: dict[str, Any] = {"host": spec.display, "error": None, "warnings": [], "facts": None, "effective": {}, "findings": [], "explain_error": None}
     try:
         target = state.target(spec)
@@ -222,6 +240,8 @@ def _host_section(state: Any, spec: HostSpec, tests: list[dict[str, Any]], check
     section["tests"] = own_tests
     section["counts"] = _counts(own_tests)
     section["checks"] = own_checks
+    own_benchmarks = [b for b in benchmarks or () if b.get("host") == spec.display]
+    section["benchmarks"] = own_benchmarks
     reasons: list[str] = []
     if section["error"]:
         reasons.append(f"not read: {section['error']}")
@@ -239,6 +259,10 @@ def _host_section(state: Any, spec: HostSpec, tests: list[dict[str, Any]], check
         unread = check.get("unread")
         if isinstance(unread, dict) and spec.display in unread and not section["error"]:
             reasons.append(f"not read by {check['check']}")
+    for bench in own_benchmarks:
+        unsure = [lv["name"] for lv in bench.get("levels") or () if (lv.get("validity") or {}).get("verdict") == "inconclusive"]
+        if unsure:
+            reasons.append(f"benchmark {bench['test']} inconclusive at {', '.join(unsure)} (the client was the bottleneck)")
     ran = [t for t in tests if t["host"] == spec.display and t["outcome"] not in ("skipped",)]
     if not ran and not reasons:
         reasons.append("nothing was tested on this host (every test was skipped or none ran)")
@@ -254,7 +278,8 @@ def build_report(config: pytest.Config, entries: list[dict[str, Any]], collect_e
     specs = list(state.specs) if state is not None else []
     tests, checks = _tests(entries)
     run_checks = [c for c in checks if c.get("host") is None]
-    hosts = [_host_section(state, spec, tests, checks, run_checks) for spec in specs]
+    benchmarks = _benchmarks(entries, tests)
+    hosts = [_host_section(state, spec, tests, checks, run_checks, benchmarks) for spec in specs]
     known = {spec.display for spec in specs}
     other_tests = [t for t in tests if t["host"] not in known and not t["check"]]
     reasons: list[str] = []

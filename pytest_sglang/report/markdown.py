@@ -51,6 +51,10 @@ def _checks_cell(checks: list[dict[str, Any]]) -> str:
     return f"{len(checks) - failed}/{len(checks)} passed"
 
 
+def _number(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, (int, float)) else "–"
+
+
 def render(doc: dict[str, Any]) -> str:
     verdict = doc["verdict"]
     lines = [f"## SGLang promotion gate: {'❌ HOLD' if verdict == HOLD else '✅ PROMOTE'}", ""]
@@ -114,6 +118,26 @@ def render(doc: dict[str, Any]) -> str:
     findings.sort(key=lambda line: "**WARNING**" in line)  # errors first
     if findings:
         lines += ["### Findings (errors and warnings)", *_capped(findings, "findings"), ""]
+
+    bench_rows = []
+    for h in hosts:
+        for b in h.get("benchmarks") or ():
+            name = b["test"].rsplit("::", 1)[-1]
+            for lv in b.get("levels") or ():
+                validity = lv.get("validity") or {}
+                server = lv.get("server") or {}
+                peak = server.get("peak_running")
+                cap = server.get("max_running_requests")
+                running = f"{peak:g}" if isinstance(peak, (int, float)) else "–"
+                running += f" / {cap}" if cap is not None else ""
+                state = "inconclusive" if validity.get("verdict") == "inconclusive" else b.get("outcome", "")
+                bench_rows.append(
+                    f"| {_host(h['host'])} | `{_cell(name, 50)}` | {_cell(lv['name'], 30)} | {_number(lv.get('output_throughput'))} | {_number((lv.get('ttft') or {}).get('p99'))} "
+                    f"| {_number((lv.get('itl') or {}).get('p99'))} | {lv.get('completed', 0)}/{lv.get('requests', 0)} | {running} | {_cell(state, 20)} |"
+                )
+    if bench_rows:
+        table = ["| host | benchmark | level | output tok/s | p99 TTFT ms | p99 ITL ms | completed | server running / max | result |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += ["### Benchmarks", *table, *_capped(bench_rows, "benchmark levels"), ""]
 
     tests = [t for h in hosts for t in h["tests"]] + list(doc.get("tests_without_host", []))
     broken = [f"- `{_cell(t['nodeid'].rsplit('::', 1)[-1], 120)}` {t['outcome']}: {_cell(t.get('message'), 120)}" for t in tests if t["outcome"] in FAILED_OUTCOMES]
