@@ -80,7 +80,7 @@ class LoadSpec(BaseModel):
     output_len: Lengths = 32
     shared_prefix: int = 0  # tokens every prompt starts with, to exercise the prefix cache
     vocab: int = 500  # prompt token ids are drawn below this (and from 10): every tokenizer has them
-    model: str | None = None  # the OpenAI routes' "model"
+    model: str | None = None  # the OpenAI routes' "model"; None: the one the server lists
     slo: SLO = Field(default_factory=SLO)
     processes: int = 1
     request_timeout_s: float = 300.0
@@ -166,10 +166,12 @@ def request_bodies(spec: LoadSpec, count: int, *, first_index: int = 0) -> list[
         if spec.route == "generate":
             body = {"input_ids": ids, "sampling_params": {"max_new_tokens": n_out, "ignore_eos": True, "temperature": 0.0}, "stream": True}
         elif spec.route == "completions":
-            body = {"model": spec.model or "default", "prompt": ids, "max_tokens": n_out, "ignore_eos": True, "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}}
+            body = {"prompt": ids, "max_tokens": n_out, "ignore_eos": True, "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}}
         else:
             text = " ".join(_WORDS[i % len(_WORDS)] for i in ids)
-            body = {"model": spec.model or "default", "messages": [{"role": "user", "content": text}], "max_tokens": n_out, "ignore_eos": True, "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}}
+            body = {"messages": [{"role": "user", "content": text}], "max_tokens": n_out, "ignore_eos": True, "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}}
+        if spec.route != "generate" and spec.model is not None:
+            body["model"] = spec.model
         bodies.append((json.dumps(body, separators=(",", ":")).encode(), n_in))
     return bodies
 
@@ -245,6 +247,12 @@ class _Runner:
         self.headers = {"Content-Type": "application/json", "User-Agent": "pytest-sglang-bench", **headers}
         self.spec = spec
         self.path = ROUTE_PATHS[spec.route]
+        # The auth header values (and a bearer token alone): an error text echoing one is
+        # scrubbed even when the key was never registered as a secret.
+        self.secrets: list[str] = []
+        for value in headers.values():
+            scheme, _, token = value.partition(" ")
+            self.secrets += [value, token.strip()] if scheme.lower() == "bearer" else [value]
         self.t0 = 0.0
         self.in_flight = 0
         self.progress_done = 0
@@ -307,7 +315,11 @@ class _Runner:
             self.in_flight -= 1
             self.progress_done += 1
             if record.error is not None:
-                record.error = scrub(record.error)
+                # A failed request ends too: without an end it would count as in flight for
+                # the rest of the level (peak_concurrency).
+                if math.isnan(record.end):
+                    record.end = clock() - t0
+                record.error = scrub(record.error, self.secrets)
 
     async def warm(self, bodies: Sequence[tuple[bytes, int]]) -> None:
         self.t0 = time.perf_counter()
@@ -352,6 +364,8 @@ class _Runner:
             wait = due - (clock() - t0)
             if wait > 0:
                 await asyncio.sleep(wait)
+            else:  # behind schedule: still let the requests already due start sending
+                await asyncio.sleep(0)
             body, n_in = bodies.get(index)
             record = RequestRecord(share.first_index + index, due, input_tokens=n_in)
             records.append(record)
@@ -415,7 +429,10 @@ async def _run_share(
         metrics = asyncio.ensure_future(watch.run(stop.is_set)) if watch is not None else None
         records: list[RequestRecord] = []
         cpu0 = time.thread_time()
-        runner.t0 = time.perf_counter()
+        # Processes share one start instant: one that got here late starts its schedule at that
+        # instant all the same, so its lateness shows as send delay instead of vanishing.
+        late = max(0.0, time.time() - start_wall) if start_wall is not None else 0.0
+        runner.t0 = time.perf_counter() - late
         stop_at = spec.duration_s
         if share.concurrency is not None:
             await runner.closed_loop(share, bodies, stop_at, records)
@@ -561,6 +578,23 @@ def judge(level: LevelResult, figures: Sequence[_ClientFigures], records: Sequen
 # ---- the whole run ----------------------------------------------------------------------
 
 
+def served_model(url: str, headers: dict[str, str], timeout: float = 5.0) -> str | None:
+    """The first model ``/v1/models`` lists, or None when the server does not say."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url.rstrip("/") + "/v1/models", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            data = json.loads(resp.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    models = data.get("data") if isinstance(data, dict) else None
+    if isinstance(models, list) and models and isinstance(models[0], dict) and isinstance(models[0].get("id"), str):
+        return str(models[0]["id"])
+    return None
+
+
 def _split(total: int | None, parts: int, i: int) -> int | None:
     if total is None:
         return None
@@ -637,6 +671,12 @@ class LoadGenerator:
             return exc
 
     def _run(self) -> BenchResult:
+        if self.spec.route != "generate" and self.spec.model is None:
+            # A server that serves only its own model name refuses any other ("default"
+            # included): ask it, as sglang.bench_serving does.
+            served = served_model(self.url, self.headers)
+            if served is not None:
+                self.spec = self.spec.model_copy(update={"model": served})
         started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         result = BenchResult(target=self.name, route=ROUTE_PATHS[self.spec.route], started=started, settings=self._settings())
         pool: ProcessPoolExecutor | None = None

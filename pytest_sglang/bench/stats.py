@@ -51,10 +51,16 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     """The q-th percentile (0..100) of already sorted values, linear interpolation."""
     if not sorted_values:
         raise ValueError("percentile of no values")
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"a percentile is between 0 and 100, not {q!r}")
     rank = (len(sorted_values) - 1) * q / 100.0
     low = math.floor(rank)
     high = min(low + 1, len(sorted_values) - 1)
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (rank - low)
+    fraction = rank - low
+    below, above = sorted_values[low], sorted_values[high]
+    if fraction == 0.0 or below == above:  # a value itself, never (above - below) * 0 = nan
+        return below
+    return below + (above - below) * fraction
 
 
 def summarise(values: Iterable[float], scale: float = _MS) -> Stat:
