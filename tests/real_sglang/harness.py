@@ -45,6 +45,8 @@ RUNTIME = [
     "compressed-tensors==0.18.0", "gguf", "uvicorn", "uvloop", "fastapi", "python-multipart",
     "openai==2.8.0", "partial_json_parser", "setproctitle", "einops", "jsonschema",
     "xgrammar==0.2.7", "soundfile==0.13.1", "prometheus-client", "tokenizers", "safetensors",
+    # sglang.bench_serving imports it at start-up, whatever the dataset.
+    "datasets",
 ]
 RECIPE = hashlib.sha256(
     json.dumps([SGLANG_VERSION, PINS, RUNTIME, (HERE / "cpu_hooks.py").read_text(), (HERE / "sgl_kernel_standin.py").read_text()]).encode()
