@@ -15,8 +15,7 @@ import requests
 
 from pytest_sglang.bench.load import load_spec, run_load
 from pytest_sglang.bench.model import BenchResult
-from pytest_sglang.sim.profile import load_profile
-from pytest_sglang.sim.server import LoadSnapshot, Totals, metrics_text
+from pytest_sglang.sim.launcher import start_simulator
 
 INPUT_LEN = 32
 OUTPUT_LEN = 8
@@ -79,8 +78,14 @@ def test_the_metrics_watch_sees_the_requests_running(benches, route):
 
 
 def test_every_metric_family_of_the_simulator_exists_on_the_real_server_with_its_type(real_llama, benches):
-    # After the load, so the histograms and counters have samples as well as TYPE lines.
-    simulated = _families(metrics_text(load_profile("qwen35-122b-a10b-4xrtx6000-0.5.23"), LoadSnapshot(0, 0, 0, 0, 0.0, Totals())))
+    # The simulator's /metrics (its metrics_text), from a running simulator of the same SGLang
+    # version, so whatever families it adds are held to the real server as well.
+    simulator = start_simulator("qwen35-122b-a10b-4xrtx6000-0.5.23")
+    try:
+        simulated = _families(requests.get(f"{simulator.url}/metrics", timeout=10).text)
+    finally:
+        simulator.stop()
+    # The real server's after the load, so its histograms and counters have samples.
     assert len(simulated) >= 10
     text = requests.get(f"{real_llama.url}/metrics", timeout=10).text
     real = _families(text)
