@@ -156,6 +156,7 @@ class _Level:
     stats: dict[str, dict[str, float | None]] = field(default_factory=lambda: {f: {} for f in _FAMILIES.values()})
     extra: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # values behind a recomputed statistic
     concurrency: int | None = None
     rate: float | None = None
     trace: bool = False
@@ -187,9 +188,9 @@ class _Level:
         self.fields.setdefault("requests", completed)
         stats: dict[str, Stat] = {}
         for family, parts in self.stats.items():
-            count = int(self.fields.get("itl_count", 0)) if family == "itl" else completed
+            # A summary's statistics cover the successful requests; its ITL count is not known.
+            count = self.counts.get(family, 0 if family == "itl" else completed)
             stats[family] = Stat(count=count if parts else 0, **{k: _finite(v) if v is not None else None for k, v in parts.items()})
-        self.fields.pop("itl_count", None)
         peak = self.fields.get("peak_concurrency")
         if self.concurrency is not None and isinstance(peak, int) and peak > self.concurrency:
             self.notes.append(
@@ -214,8 +215,9 @@ class _Level:
 # --- the printed block ------------------------------------------------------------------------
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_HEADER = re.compile(r"^(?P<prefix>.*?)=+ ?Serving Benchmark Result ?=+\s*$")
-_CLOSE = re.compile(r"^={20,}\s*$")
+_HEADER = re.compile(r"^(?P<prefix>.*?)=+ ?Serving Benchmark Result ?=+(?P<suffix>[^=\s]*)\s*$")
+# The closing line; quotes and brackets after it end a JSON string or array the block was kept in.
+_CLOSE = re.compile(r"^={20,}[\"'},\]]*\s*$")
 _SECTION = re.compile(r"^-{2,}(?P<title>[^-].*?)-{2,}\s*$")
 _ROW = re.compile(r"^(?P<indent>\s*)(?P<label>[A-Za-z][^:]*?):(?:\s+(?P<value>\S.*?))?\s*$")
 _LATENCY = re.compile(r"^(?P<stat>Mean|Median|Std|Min|Max|P\d+(?:\.\d+)?) (?P<family>E2E Latency|TTFT|TPOT|ITL) \(ms\)$")
@@ -348,6 +350,7 @@ def _blocks(lines: Sequence[str], origin: str) -> Iterator[tuple[_BlockReader, i
             continue
         reader = _BlockReader(origin, i + 1)
         prefix = _prefix_pattern(header["prefix"])
+        suffix = header["suffix"]  # a block kept as JSON strings, one per line: '",'
         i += 1
         while True:
             if i >= len(lines):
@@ -356,6 +359,8 @@ def _blocks(lines: Sequence[str], origin: str) -> Iterator[tuple[_BlockReader, i
                 )
             raw = lines[i]
             line = prefix.sub("", raw, count=1) if prefix else raw
+            if suffix:
+                line = line.rstrip().removesuffix(suffix)
             if _CLOSE.match(line):
                 yield reader, i + 1
                 i += 1
@@ -510,12 +515,12 @@ def _details(data: Mapping[str, Any], level: _Level, where: str) -> None:
         level.notes.append("ITL as bench_serving summarised it: it re-tokenises each chunk for this backend with speculative decoding, which its details do not carry")
     elif gaps:
         _replace(level, "itl", summarise(gaps))
-        level.fields["itl_count"] = len(gaps)
     level.notes.append("TTFT and ITL statistics recomputed from the per-request details; TPOT and E2E as bench_serving summarised them")
 
 
 def _replace(level: _Level, family: str, stat: Stat) -> None:
     level.stats[family].update({part: getattr(stat, part) for part in _STAT_FIELDS})
+    level.counts[family] = stat.count
 
 
 def _distinct_errors(errors: Sequence[object]) -> list[str]:
@@ -598,10 +603,10 @@ def load_bench_serving(source: str | Path, origin: str | None = None) -> BenchRe
 def _read(source: str | Path) -> tuple[str, str]:
     if isinstance(source, str) and ("\n" in source or len(source) > 4096):
         return source, "<text>"
+    if isinstance(source, str) and (source.lstrip().startswith("{") or "Serving Benchmark Result" in source):
+        return source, "<text>"  # a single line of JSONL, or a block kept on one line
     path = Path(source)
-    if isinstance(source, Path) or path.is_file():
-        try:
-            return path.read_text(encoding="utf-8", errors="replace"), str(path)
-        except OSError as exc:
-            raise BenchServingImportError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    return str(source), "<text>"
+    try:
+        return path.read_text(encoding="utf-8", errors="replace"), str(path)
+    except OSError as exc:
+        raise BenchServingImportError(f"{path}: cannot be read ({exc.strerror or exc})") from None
