@@ -25,12 +25,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..errors import SpecError
+from ..errors import SGLangError, SpecError
 from ..secrets import scrub
 from .model import BenchResult, LevelResult, RequestRecord, ServerLoad, Validity
 from .stats import SLO, level_result, percentile
@@ -749,7 +750,13 @@ class LoadGenerator:
         figures: list[_ClientFigures] = []
         try:
             for future in futures:
-                part_records, part_figures = future.result()
+                try:
+                    part_records, part_figures = future.result()
+                except BrokenProcessPool as exc:
+                    raise SGLangError(
+                        "a benchmark client process ended before its share of the level was done; with processes=N a script "
+                        'must start the benchmark under `if __name__ == "__main__":` (client processes are spawned and import it)'
+                    ) from exc
                 records += part_records
                 figures.append(part_figures)
         finally:
