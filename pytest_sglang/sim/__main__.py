@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from ..errors import SGLangError
 from .profile import bundled_profiles, load_profile
-from .server import SimServer
+from .server import SERVER_KINDS, SimServer
 
 USAGE_ERROR = 2
 
@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--admin-api-key", help="require this bearer key for admin endpoints (default: $PYTEST_SGLANG_SIM_ADMIN_API_KEY)")
     parser.add_argument(
         "--ready-after", type=float, default=0.0, metavar="SECONDS", help="answer /health with 503 until then"
+    )
+    parser.add_argument(
+        "--server",
+        choices=SERVER_KINDS,
+        default="asyncio",
+        help="asyncio: one event loop for every connection (default); threaded: a thread per connection",
     )
     parser.add_argument(
         "--parent-pid", type=int, metavar="PID", help="stop when this process (the one that started it) ends"
@@ -153,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             api_key=api_key,
             admin_api_key=args.admin_api_key or os.environ.get("PYTEST_SGLANG_SIM_ADMIN_API_KEY"),
             ready_after=args.ready_after,
+            server=args.server,
         ).bind()
     except SGLangError as exc:
         print(f"error: {exc}", file=sys.stderr)

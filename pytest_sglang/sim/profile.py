@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import json
 import shlex
 import time
@@ -56,6 +57,16 @@ _SINCE = {
     "validation_errors": "0.5.23",  # an unreadable body is a 400 `{"object": "error", "type": "Bad Request", ...}`
     "load_counters": "0.5.23",  # /v1/loads per-rank timestamp, prefill/decode counters, disaggregation, queues
 }
+
+
+@functools.lru_cache(maxsize=256)
+def _version_has(sglang_version: str, feature: str) -> bool | None:
+    """Whether that version has the feature; None if it is no version. Cached: streams ask
+    once per chunk, and parsing versions would cost more than the chunk."""
+    parsed = parse_version(sglang_version)
+    if parsed is None:
+        return None
+    return Version(parsed.base_version) >= Version(_SINCE[feature])
 
 # Per-rank /v1/loads keys that arrive with the "load_counters" feature.
 _LOAD_COUNTER_KEYS = frozenset(
@@ -157,10 +168,10 @@ class Profile(BaseModel):
         return parsed
 
     def has(self, feature: str) -> bool:
-        v = Version(self.version.base_version)
         if feature not in _SINCE:
             raise ValueError(f"unknown simulator feature {feature!r}; known: {', '.join(sorted(_SINCE))}")
-        return v >= Version(_SINCE[feature])
+        found = _version_has(self.sglang_version, feature)
+        return found if found is not None else self.version >= Version(_SINCE[feature])  # raises: no version
 
     # ---- the arguments as SGLang reports them ------------------------------------------
     @property

@@ -9,11 +9,10 @@ queue first-in first-out, so load above the cap shows as a rising time to first 
 
 from __future__ import annotations
 
-import functools
+import asyncio
 import hmac
 import ipaddress
 import json
-import random
 import selectors
 import socket
 import socketserver
@@ -21,24 +20,40 @@ import sys
 import threading
 import time
 import uuid
-import zlib
-from collections import deque
-from collections.abc import Callable, Generator, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, Union
 from urllib.parse import urlsplit
 
 from ..errors import SGLangError, SpecError
-from .profile import Profile, SimPerformance
+from .aio import AsyncHTTPServer
+from .engine import (
+    TTFT_BUCKETS,
+    Engine,
+    LoadSnapshot,
+    Parallel,
+    Plan,
+    Prompt,
+    Timeline,
+    Totals,
+    Wait,
+    block,
+    collect,
+    run_blocking,
+)
+from .metrics import HttpCounts, metrics_text
+from .profile import Profile
+
+__all__ = ["TTFT_BUCKETS", "Engine", "LoadSnapshot", "Prompt", "SimServer", "Timeline", "Totals", "metrics_text"]
 
 MAX_NEW_TOKENS_LIMIT = 4096
-# SGLang's default --bucket-time-to-first-token.
-TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0, 400.0)
-# gen_throughput is the token rate over this trailing window.
-THROUGHPUT_WINDOW_S = 1.0
+# How many connections may wait to be accepted: a benchmark opens hundreds at once, and a
+# short backlog turns the excess into SYN retransmits, seconds of latency the model never had.
+LISTEN_BACKLOG = 1024
+ServerKind = Literal["asyncio", "threaded"]
+SERVER_KINDS: tuple[ServerKind, ...] = ("asyncio", "threaded")
 
 FLUSH_CACHE_TEXT = (
     "Cache flushed.\nPlease check backend logs for more details. "
@@ -71,13 +86,19 @@ class Request:
         return data
 
 
+# Server-sent event frames, sent with chunked transfer encoding as they are produced, and
+# between them what producing the next one waits for.
+Frames = Generator[Union[bytes, Wait], None, None]
+
+
 @dataclass
 class Reply:
     status: int
     body: bytes = b""
     content_type: str = "application/json"
-    # Server-sent event frames, sent with chunked transfer encoding as they are produced.
-    stream: Generator[bytes, None, None] | None = None
+    stream: Frames | None = None
+    # An answer that needs the engine first: the server runs this plan, then sends its reply.
+    pending: Plan[Reply] | None = None
 
 
 def json_reply(data: Any, status: int = 200) -> Reply:
@@ -159,28 +180,7 @@ def _sse(data: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(data).encode() + b"\n\n"
 
 
-# ---- prompts and the deterministic output ----------------------------------------------
-
-
-@dataclass(frozen=True)
-class Prompt:
-    tokens: int
-    seed: int
-
-    @classmethod
-    def of_text(cls, text: str) -> Prompt:
-        # No tokenizer here: a word count is a stable, cheap stand-in for the token count.
-        return cls(max(1, len(text.split())), zlib.crc32(text.encode()))
-
-    @classmethod
-    def of_ids(cls, ids: list[int]) -> Prompt:
-        return cls(len(ids), zlib.crc32(json.dumps(ids).encode()))
-
-
-def _output_ids(seed: int, count: int) -> list[int]:
-    # Seeded by the prompt, so a prefix of a longer answer equals the shorter answer.
-    rng = random.Random(seed)
-    return [rng.randrange(100, 32000) for _ in range(count)]
+# ---- prompts ---------------------------------------------------------------------------
 
 
 def _token_text(token_id: int) -> str:
@@ -239,243 +239,6 @@ def _max_new_tokens(value: Any, default: int, name: str) -> int:
     return value
 
 
-# ---- the performance model --------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class _Job:
-    """A request waiting for, or holding, one of the running slots."""
-
-    prompt_tokens: int
-    generated: int = 0
-
-
-@dataclass
-class Timeline:
-    """When one request reached each stage, in wall-clock seconds as SGLang's meta_info
-    reports them; 0.0 until reached. The engine fills in the scheduler's part."""
-
-    received: float = field(default_factory=time.time)
-    dispatched: float = 0.0  # handed to the scheduler (api_server_dispatch_finish_ts)
-    queued: float = 0.0  # entered the waiting queue
-    forward_entry: float = 0.0  # admitted to a running slot
-    first_token: float = 0.0  # prefill done, its token out (prefill_finished_time)
-    finished: float = 0.0  # the last token out
-    first_sent: float = 0.0  # the first answer bytes went out (response_sent_to_client_ts)
-
-
-# SGLang's decode moments: steps, sum of batch sizes, of step microseconds, of squared batch
-# sizes, of batch size x microseconds, and tokens decoded.
-DECODE_MOMENTS = 6
-
-
-@dataclass
-class Totals:
-    """Counters since start, as the Prometheus counters, the TTFT histogram and the
-    scheduler's /v1/loads step counters report them."""
-
-    prompt_tokens: int = 0
-    generation_tokens: int = 0
-    requests: int = 0
-    ttft_buckets: list[int] = field(default_factory=lambda: [0] * len(TTFT_BUCKETS))
-    ttft_sum: float = 0.0
-    ttft_count: int = 0
-    prefill_tokens: int = 0
-    prefill_busy_us: int = 0
-    decode_moments: list[float] = field(default_factory=lambda: [0.0] * DECODE_MOMENTS)
-
-    def copy(self) -> Totals:
-        return replace(self, ttft_buckets=list(self.ttft_buckets), decode_moments=list(self.decode_moments))
-
-
-@dataclass(frozen=True)
-class LoadSnapshot:
-    running: int
-    waiting: int
-    used_tokens: int
-    waiting_tokens: int
-    throughput: float
-    totals: Totals
-
-
-class Engine:
-    """Admits requests up to the running cap in arrival order and paces their tokens.
-
-    Every wait is a sleep or a condition-variable wait in the request's own thread.
-    """
-
-    def __init__(self, performance: SimPerformance, max_running: int) -> None:
-        self._perf = performance
-        self._max_running = max(1, max_running)
-        self._cond = threading.Condition()
-        self._queue: deque[_Job] = deque()
-        self._running: set[_Job] = set()
-        self._token_times: deque[float] = deque()
-        self._totals = Totals()
-
-    def run(self, prompt: Prompt, max_new_tokens: int, timeline: Timeline | None = None) -> Iterator[int]:
-        """Yield each output token id when the simulated GPU would produce it."""
-        times = timeline or Timeline()
-        arrived = time.monotonic()
-        times.queued = time.time()
-        job = self._admit(prompt.tokens)
-        times.forward_entry = time.time()
-        try:
-            # Prefill produces the first token; each further token is one decode step.
-            prefill = self._prefill_s(prompt.tokens)
-            time.sleep(prefill)
-            self._count_prefill(prompt.tokens, prefill)
-            for index, token in enumerate(_output_ids(prompt.seed, max_new_tokens)):
-                if index == 0:
-                    times.first_token = time.time()
-                    self._observe_ttft(time.monotonic() - arrived)
-                else:
-                    step = self._decode_step_s()
-                    time.sleep(step)
-                    self._count_decode_step(step)
-                self._count_token(job)
-                if index == max_new_tokens - 1:
-                    times.finished = time.time()
-                yield token
-        finally:
-            self._release(job)
-
-    def busy(self) -> bool:
-        with self._cond:
-            return bool(self._running or self._queue)
-
-    def snapshot(self) -> LoadSnapshot:
-        with self._cond:
-            return LoadSnapshot(
-                running=len(self._running),
-                waiting=len(self._queue),
-                used_tokens=sum(j.prompt_tokens + j.generated for j in self._running),
-                waiting_tokens=sum(j.prompt_tokens for j in self._queue),
-                throughput=self._throughput(),
-                totals=self._totals.copy(),
-            )
-
-    def _admit(self, prompt_tokens: int) -> _Job:
-        with self._cond:
-            job = _Job(prompt_tokens)
-            self._queue.append(job)
-            self._cond.wait_for(lambda: self._queue[0] is job and len(self._running) < self._max_running)
-            self._queue.popleft()
-            self._running.add(job)
-            self._cond.notify_all()  # the next in line may fit as well
-            return job
-
-    def _release(self, job: _Job) -> None:
-        with self._cond:
-            self._running.discard(job)
-            self._totals.prompt_tokens += job.prompt_tokens
-            self._totals.generation_tokens += job.generated
-            self._totals.requests += 1
-            self._cond.notify_all()
-
-    def _prefill_s(self, prompt_tokens: int) -> float:
-        p = self._perf
-        return (p.prefill_base_ms + prompt_tokens / 1000 * p.prefill_ms_per_1k_tokens) / 1000
-
-    def _decode_step_s(self) -> float:
-        p = self._perf
-        return (p.decode_step_base_ms + p.decode_step_ms_per_request * len(self._running)) / 1000
-
-    def _count_prefill(self, prompt_tokens: int, seconds: float) -> None:
-        with self._cond:
-            self._totals.prefill_tokens += prompt_tokens  # no prefix cache: every prompt token is computed
-            self._totals.prefill_busy_us += round(seconds * 1e6)
-
-    def _count_decode_step(self, seconds: float) -> None:
-        """Add one request's decode step to the moments. SGLang counts one step per batch; here
-        each of the ``batch`` running requests steps on its own, so each adds a 1/batch share
-        of that batch step (whole numbers while one request runs)."""
-        with self._cond:
-            batch = max(1, len(self._running))
-            share, us = 1 / batch, float(round(seconds * 1e6))  # SGLang times steps in whole microseconds
-            for i, value in enumerate((share, 1.0, us * share, float(batch), us, 1.0)):
-                self._totals.decode_moments[i] += value
-
-    def _observe_ttft(self, seconds: float) -> None:
-        with self._cond:
-            totals = self._totals
-            for i, bound in enumerate(TTFT_BUCKETS):
-                if seconds <= bound:
-                    totals.ttft_buckets[i] += 1  # Prometheus buckets are cumulative
-            totals.ttft_sum += seconds
-            totals.ttft_count += 1
-
-    def _count_token(self, job: _Job) -> None:
-        with self._cond:
-            job.generated += 1
-            self._token_times.append(time.monotonic())
-            self._forget_old_tokens()
-
-    def _throughput(self) -> float:
-        """Tokens per second over the trailing window (lock held)."""
-        self._forget_old_tokens()
-        return len(self._token_times) / THROUGHPUT_WINDOW_S
-
-    def _forget_old_tokens(self) -> None:
-        horizon = time.monotonic() - THROUGHPUT_WINDOW_S
-        while self._token_times and self._token_times[0] < horizon:
-            self._token_times.popleft()
-
-
-# ---- Prometheus text --------------------------------------------------------------------
-
-
-def _prom_number(value: float) -> str:
-    return "+Inf" if value == float("inf") else repr(float(value))
-
-
-def _prom_labels(labels: dict[str, str]) -> str:
-    def escape(v: str) -> str:
-        return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-    return "{" + ",".join(f'{k}="{escape(v)}"' for k, v in labels.items()) + "}"
-
-
-def metrics_text(profile: Profile, snap: LoadSnapshot) -> str:
-    served = profile.model.served_model_name or profile.model.model_path
-    # Scheduler-side metrics carry the parallel ranks; tokenizer-side ones only the model and engine.
-    scheduler = {"model_name": served, "engine_type": "unified", "tp_rank": "0", "pp_rank": "0", "moe_ep_rank": "0"}
-    tokenizer = {"model_name": served, "engine_type": "unified"}
-    capacity = profile.runtime.max_total_num_tokens
-    lines: list[str] = []
-
-    def family(name: str, kind: str, help_text: str, samples: Sequence[tuple[str, dict[str, str], float]]) -> None:
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} {kind}")
-        lines.extend(f"{sample}{_prom_labels(labels)} {_prom_number(value)}" for sample, labels, value in samples)
-
-    def gauge(name: str, help_text: str, value: float) -> None:
-        family(name, "gauge", help_text, [(name, scheduler, value)])
-
-    def counter(name: str, help_text: str, value: float) -> None:
-        # prometheus_client names a counter family after its sample, so the TYPE line says _total too.
-        family(f"{name}_total", "counter", help_text, [(f"{name}_total", tokenizer, value)])
-
-    gauge("sglang:num_running_reqs", "The number of running requests.", snap.running)
-    gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", snap.waiting)
-    gauge("sglang:num_used_tokens", "The number of used tokens.", snap.used_tokens)
-    gauge("sglang:gen_throughput", "The generation throughput (token/s).", snap.throughput)
-    gauge("sglang:token_usage", "The token usage.", snap.used_tokens / capacity if capacity else 0.0)
-    gauge("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", capacity)
-    totals = snap.totals
-    counter("sglang:prompt_tokens", "Number of prefill tokens processed.", totals.prompt_tokens)
-    counter("sglang:generation_tokens", "Number of generation tokens processed.", totals.generation_tokens)
-    counter("sglang:num_requests", "Number of requests processed.", totals.requests)
-    ttft = "sglang:time_to_first_token_seconds"
-    buckets: list[tuple[str, dict[str, str], float]] = [
-        (f"{ttft}_bucket", {**tokenizer, "le": _prom_number(bound)}, count)
-        for bound, count in zip((*TTFT_BUCKETS, float("inf")), (*totals.ttft_buckets, totals.ttft_count))
-    ]
-    buckets += [(f"{ttft}_count", tokenizer, totals.ttft_count), (f"{ttft}_sum", tokenizer, totals.ttft_sum)]
-    family(ttft, "histogram", "Histogram of time to first token in seconds.", buckets)
-    return "\n".join(lines) + "\n"
-
-
 # ---- the endpoints ----------------------------------------------------------------------
 
 
@@ -499,11 +262,34 @@ class Simulator:
         self._ready_after = ready_after
         self._started = time.monotonic()
         self.routes = self._build_routes()
+        self.http = HttpCounts()
 
     def mark_started(self) -> None:
         self._started = time.monotonic()
 
     def handle(self, request: Request) -> Reply:
+        """The reply to one request. A streamed or pending reply is still running when this
+        returns; the route counts as active until it has finished."""
+        if request.path not in self.routes:
+            return self._answer(request)
+        key = (request.path, request.method)
+        self.http.started(key)
+        reply = self._answer(request)
+        if reply.stream is not None:
+            reply.stream = self._counted(reply.stream, key)
+        elif reply.pending is not None:
+            reply.pending = self._counted(reply.pending, key)
+        else:
+            self.http.ended(key)
+        return reply
+
+    def _counted(self, running: Generator[Any, Any, Any], key: tuple[str, str]) -> Generator[Any, Any, Any]:
+        try:
+            return (yield from running)
+        finally:
+            self.http.ended(key)
+
+    def _answer(self, request: Request) -> Reply:
         route: Route | None = None
         try:
             self._authorize(request)
@@ -561,7 +347,7 @@ class Simulator:
         return Reply(503 if warming_up else 200)
 
     def _metrics(self, _: Request) -> Reply:
-        text = metrics_text(self.profile, self.engine.snapshot())
+        text = metrics_text(self.profile, self.engine.snapshot(), self.http)
         return Reply(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
 
     # -- information
@@ -608,31 +394,36 @@ class Simulator:
                 raise BadRequest("the simulator streams one prompt per request")
             frames = self._generate_stream(prompts[0], max_new, Timeline(received))
             return Reply(200, content_type="text/event-stream", stream=frames)
-        results = _in_parallel([functools.partial(self._generate_one, p, max_new, Timeline(received)) for p in prompts])
+        plans = [self._generate_one(p, max_new, Timeline(received)) for p in prompts]
+        return Reply(200, pending=self._generate_answer(plans, batch))
+
+    def _generate_answer(self, plans: list[Plan[dict[str, Any]]], batch: bool) -> Plan[Reply]:
+        results = yield Parallel(plans)
         return json_reply(results if batch else results[0])
 
-    def _token_ids(self, prompt: Prompt, max_new: int) -> list[int]:
-        return list(self.engine.run(prompt, max_new))
-
-    def _generate_one(self, prompt: Prompt, max_new: int, timeline: Timeline) -> dict[str, Any]:
+    def _generate_one(self, prompt: Prompt, max_new: int, timeline: Timeline) -> Plan[dict[str, Any]]:
         timeline.dispatched = time.time()
-        ids = list(self.engine.run(prompt, max_new, timeline))
+        ids = yield from collect(self.engine.run(prompt, max_new, timeline))
         timeline.first_sent = time.time()  # the whole answer goes out at once
         meta = self._meta_info(uuid.uuid4().hex, prompt, ids, timeline, finished=True, sent=True)
         return {"text": _text_of(ids), "output_ids": ids, "meta_info": meta}
 
-    def _generate_stream(self, prompt: Prompt, max_new: int, timeline: Timeline) -> Generator[bytes, None, None]:
+    def _generate_stream(self, prompt: Prompt, max_new: int, timeline: Timeline) -> Frames:
         """Chunks with the cumulative text and ids. The send time is stamped by the first
         chunk and reported again only by the last, as SGLang does."""
-        rid, ids = uuid.uuid4().hex, []
+        rid, ids, text = uuid.uuid4().hex, [], ""
         timeline.dispatched = time.time()
         for token in self.engine.run(prompt, max_new, timeline):
+            if not isinstance(token, int):
+                yield token  # a wait
+                continue
             ids.append(token)
+            text += _token_text(token)  # kept, not rebuilt: a long answer would cost its length squared
             first, last = len(ids) == 1, len(ids) == max_new
             if first:
                 timeline.first_sent = time.time()
             meta = self._meta_info(rid, prompt, ids, timeline, finished=last, sent=first or last)
-            yield _sse({"text": _text_of(ids), "output_ids": list(ids), "meta_info": meta})
+            yield _sse({"text": text, "output_ids": ids, "meta_info": meta})
         yield _SSE_DONE
 
     def _meta_info(
@@ -678,7 +469,10 @@ class Simulator:
                 raise BadRequest("the simulator streams one prompt per request")
             frames = self._completion_frames(head, prompts[0], max_new, _include_usage(body))
             return Reply(200, content_type="text/event-stream", stream=frames)
-        ids_per_prompt = _in_parallel([functools.partial(self._token_ids, p, max_new) for p in prompts])
+        return Reply(200, pending=self._completions_answer(head, prompts, max_new))
+
+    def _completions_answer(self, head: dict[str, Any], prompts: list[Prompt], max_new: int) -> Plan[Reply]:
+        ids_per_prompt: list[list[int]] = yield Parallel([collect(self.engine.run(p, max_new)) for p in prompts])
         choices = [_completion_choice(i, _text_of(ids), "length") for i, ids in enumerate(ids_per_prompt)]
         usage = self._usage(sum(p.tokens for p in prompts), sum(len(ids) for ids in ids_per_prompt))
         reply = {**head, "choices": choices, "usage": usage}
@@ -697,7 +491,10 @@ class Simulator:
         if body.get("stream"):
             frames = self._chat_frames(head, prompt, max_new, _include_usage(body))
             return Reply(200, content_type="text/event-stream", stream=frames)
-        ids = list(self.engine.run(prompt, max_new))
+        return Reply(200, pending=self._chat_answer(head, prompt, max_new))
+
+    def _chat_answer(self, head: dict[str, Any], prompt: Prompt, max_new: int) -> Plan[Reply]:
+        ids = yield from collect(self.engine.run(prompt, max_new))
         message: dict[str, Any] = {"role": "assistant", "content": _text_of(ids), "reasoning_content": None}
         if not self.profile.has("lean_chat_answers"):
             message["tool_calls"] = None
@@ -708,7 +505,7 @@ class Simulator:
         reply = {**head, "choices": [choice], "usage": self._usage(prompt.tokens, len(ids)), "metadata": metadata}
         return json_reply(reply)
 
-    def _chat_frames(self, head: dict[str, Any], prompt: Prompt, max_new: int, include_usage: bool) -> Generator[bytes, None, None]:
+    def _chat_frames(self, head: dict[str, Any], prompt: Prompt, max_new: int, include_usage: bool) -> Frames:
         # 0.5.23 sends `usage` only in the usage chunk and names reasoning_content in every delta.
         lean = self.profile.has("lean_chat_answers")
 
@@ -719,6 +516,9 @@ class Simulator:
 
         generated = 0
         for token in self.engine.run(prompt, max_new):
+            if not isinstance(token, int):
+                yield token  # a wait
+                continue
             if generated == 0:  # SGLang announces the role with the first output
                 yield frame({"role": "assistant", "content": ""}, None)
             generated += 1
@@ -730,11 +530,14 @@ class Simulator:
 
     def _completion_frames(
         self, head: dict[str, Any], prompt: Prompt, max_new: int, include_usage: bool
-    ) -> Generator[bytes, None, None]:
+    ) -> Frames:
         # 0.5.23 puts the finish reason on the last token's chunk; older simulated ones add an empty chunk.
         on_last = self.profile.has("finish_on_last_completion_chunk")
         generated = 0
         for token in self.engine.run(prompt, max_new):
+            if not isinstance(token, int):
+                yield token  # a wait
+                continue
             generated += 1
             finish = "length" if on_last and generated == max_new else None
             yield _sse({**head, "choices": [_completion_choice(0, _token_text(token), finish)], "usage": None})
@@ -777,14 +580,6 @@ class Simulator:
 def _bearer_matches(header: str | None, key: str) -> bool:
     scheme, _, token = (header or "").strip().partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), key.encode())
-
-
-def _in_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
-    """A batch is that many requests at once, as in SGLang, so each competes for a slot."""
-    if len(tasks) == 1:
-        return [tasks[0]()]
-    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
-        return list(pool.map(lambda task: task(), tasks))
 
 
 def _text_of(ids: list[int]) -> str:
@@ -870,6 +665,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(self.server.simulator.handle(request))
 
     def _send(self, reply: Reply) -> None:
+        if reply.pending is not None:
+            reply = run_blocking(reply.pending)
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
         if reply.stream is None:
@@ -882,7 +679,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for frame in reply.stream:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+                if isinstance(frame, bytes):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+                else:
+                    block(frame)
             self.wfile.write(b"0\r\n\r\n")
         finally:
             reply.stream.close()  # a client that left early frees its running slot now
@@ -891,6 +691,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, address: tuple[str, int], simulator: Simulator) -> None:
         self.simulator = simulator
@@ -962,6 +763,10 @@ class SimServer:
     """A simulated SGLang server on a loopback port.
 
     ``with SimServer(load_profile("llama31-8b-1xh100-0.5.9")) as server: requests.get(server.url + "/health")``
+
+    ``server="asyncio"`` (the default) serves every connection on one event loop, which keeps
+    its timing under hundreds of concurrent streams; ``"threaded"`` serves each connection
+    in a thread of its own, as the simulator did before.
     """
 
     def __init__(
@@ -973,17 +778,22 @@ class SimServer:
         api_key: str | None = None,
         admin_api_key: str | None = None,
         ready_after: float = 0.0,
+        server: str = "asyncio",
     ) -> None:
         if not 0 <= port <= 65535:
             raise SpecError(f"simulator port {port} is out of range 0-65535")
         if ready_after < 0:
             raise SpecError(f"ready_after must be 0 or more seconds, got {ready_after}")
+        if server not in SERVER_KINDS:
+            raise SpecError(f"simulator server {server!r} is unknown; use {' or '.join(SERVER_KINDS)}")
         self.host = _loopback_host(host)
         self.port = port
         self.url = ""
+        self.kind = server
         self.profile = _with_keys(profile, api_key, admin_api_key)
         self.simulator = Simulator(self.profile, ready_after)
-        self._httpd: _HTTPServer | None = None
+        self._httpd: _HTTPServer | None = None  # the threaded server
+        self._sock: socket.socket | None = None  # the asyncio server's listening socket
         self._thread: threading.Thread | None = None
         self._serving = False
         self._stop_requested = False
@@ -994,14 +804,19 @@ class SimServer:
 
     def bind(self) -> SimServer:
         """Listen on the port (idempotent); ``url`` and ``port`` are known from here on."""
-        if self._httpd is None and not self._stop_requested:
-            server_class = _HTTPServer6 if ":" in self.host else _HTTPServer
+        if self._httpd is None and self._sock is None and not self._stop_requested:
             try:
-                self._httpd = server_class((self.host, self.port), self.simulator)
+                if self.kind == "threaded":
+                    server_class = _HTTPServer6 if ":" in self.host else _HTTPServer
+                    self._httpd = server_class((self.host, self.port), self.simulator)
+                    bound = self._httpd.server_address
+                else:
+                    self._sock = _listening_socket(self.host, self.port)
+                    bound = self._sock.getsockname()
             except OSError as exc:
                 reason = exc.strerror or str(exc)
                 raise SimServerError(f"cannot listen on {self.host}:{self.port}: {reason}") from None
-            self.port = int(self._httpd.server_address[1])
+            self.port = int(bound[1])
             shown = f"[{self.host}]" if ":" in self.host else self.host
             self.url = f"http://{shown}:{self.port}"
         return self
@@ -1016,22 +831,44 @@ class SimServer:
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until :meth:`stop` (safe to call from a signal handler)."""
-        httpd = self.bind()._httpd
-        if httpd is None:  # stopped before serving began, e.g. by an early SIGTERM
+        self.bind()
+        if self._httpd is None and self._sock is None:  # stopped before serving began, e.g. by an early SIGTERM
             return
         self._serving = True
-        httpd.timeout = 0  # handle_request() below must never block: the selector said it is ready
         self.simulator.mark_started()
         try:
-            with selectors.DefaultSelector() as selector:
-                selector.register(httpd, selectors.EVENT_READ)
-                selector.register(self._wake_r, selectors.EVENT_READ)
-                while not self._stop_requested:
-                    for key, _ in selector.select():
-                        if key.fileobj is httpd and not self._stop_requested:
-                            httpd.handle_request()
+            if self._httpd is not None:
+                self._serve_threaded(self._httpd)
+            elif self._sock is not None:
+                asyncio.run(self._serve_asyncio(self._sock))
         finally:
             self._close()
+
+    def _serve_threaded(self, httpd: _HTTPServer) -> None:
+        httpd.timeout = 0  # handle_request() below must never block: the selector said it is ready
+        with selectors.DefaultSelector() as selector:
+            selector.register(httpd, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            while not self._stop_requested:
+                for key, _ in selector.select():
+                    if key.fileobj is httpd and not self._stop_requested:
+                        httpd.handle_request()
+
+    async def _serve_asyncio(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        stop: asyncio.Future[None] = loop.create_future()
+
+        def woken() -> None:
+            if not stop.done():
+                stop.set_result(None)
+
+        loop.add_reader(self._wake_r, woken)
+        if self._stop_requested:  # stop() ran before the reader was in place
+            woken()
+        try:
+            await AsyncHTTPServer(sock, self.simulator).serve(stop)
+        finally:
+            loop.remove_reader(self._wake_r)
 
     def stop(self) -> None:
         """Stop serving, join the thread and close every socket. Idempotent."""
@@ -1049,10 +886,13 @@ class SimServer:
     def _close(self) -> None:
         with self._close_lock:
             httpd, self._httpd = self._httpd, None
+            sock, self._sock = self._sock, None
             self._serving = False
             if httpd is not None:
                 httpd.server_close()
                 httpd.close_connections()
+            if sock is not None:
+                sock.close()
             self._wake_r.close()
             self._wake_w.close()
 
@@ -1061,3 +901,20 @@ class SimServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A non-blocking listening TCP socket, with the backlog a benchmark needs."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # The protocol named, not 0: asyncio turns Nagle's algorithm off only on sockets that say
+    # TCP, and with it on, a keep-alive client's delayed ACK holds each stream back ~40 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the threaded HTTPServer does
+        sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
