@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -415,3 +416,34 @@ def test_every_level_is_a_model_level() -> None:
         for level in load_bench_serving(path).levels:
             assert isinstance(level, LevelResult) and level.validity.verdict == "valid"
             assert all(math.isfinite(v) for v in level.metrics().values())
+
+
+# --- the driver that runs the real bench_serving ----------------------------------------------
+
+
+def _driver() -> Any:
+    import importlib.util
+
+    path = Path(__file__).parent.parent / "benchmarks" / "bench_serving_driver.py"
+    spec = importlib.util.spec_from_file_location("bench_serving_driver", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_driver_asks_for_details_and_names_a_missing_venv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    driver = _driver()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").write_text("")
+    monkeypatch.setenv("PYTEST_SGLANG_REAL_VENV", str(tmp_path))
+    argv = driver.command("http://h:1/", tmp_path / "r.jsonl", concurrency=8)
+    assert argv[0] == str(tmp_path / "bin" / "python") and "--output-details" in argv
+    assert argv[argv.index("--max-concurrency") + 1] == "8" and argv[argv.index("--request-rate") + 1] == "inf"
+    assert argv[argv.index("--base-url") + 1] == "http://h:1"
+    rated = driver.command("http://h:1", tmp_path / "r.jsonl", rate=2.5)
+    assert "--max-concurrency" not in rated and rated[rated.index("--request-rate") + 1] == "2.5"
+    monkeypatch.setenv("PYTEST_SGLANG_REAL_VENV", str(tmp_path / "nowhere"))
+    with pytest.raises(driver.DriverError, match="no SGLang venv at .*nowhere .*PYTEST_SGLANG_REAL_VENV"):
+        driver.run_bench_serving("http://h:1", concurrency=1)
