@@ -115,6 +115,25 @@ def test_each_route_streams_and_counts_the_servers_tokens(baseline: SimProcess, 
     assert result.route == load_module.ROUTE_PATHS[route]
 
 
+def test_token_counts_are_the_servers_not_the_chunk_count() -> None:
+    """A server may pack several tokens into one chunk (speculative decoding does): the counts
+    come from meta_info/usage, and a chunk carrying no new token is not output."""
+    record = RequestRecord(0, 0.0, input_tokens=40)
+    frame = load_module._frame_output
+    assert frame("generate", {"text": "a b c", "meta_info": {"prompt_tokens": 41, "completion_tokens": 3}}, record)
+    assert not frame("generate", {"text": "a b c", "meta_info": {"prompt_tokens": 41, "completion_tokens": 3}}, record)
+    assert frame("generate", {"text": "a b c d e f g", "meta_info": {"prompt_tokens": 41, "completion_tokens": 7}}, record)
+    assert (record.input_tokens, record.output_tokens) == (41, 7)
+    chat = RequestRecord(1, 0.0)
+    assert not frame("chat", {"choices": [{"delta": {"role": "assistant", "content": ""}}]}, chat)
+    assert frame("chat", {"choices": [{"delta": {"content": "hi"}}]}, chat)
+    assert frame("chat", {"choices": [{"delta": {"reasoning_content": "hmm"}}]}, chat)
+    assert not frame("chat", {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 9}}, chat)
+    assert (chat.input_tokens, chat.output_tokens) == (12, 9)
+    completion = RequestRecord(2, 0.0)
+    assert frame("completions", {"choices": [{"text": "x"}]}, completion) and completion.output_tokens is None
+
+
 def test_request_bodies_are_seeded_and_exact(baseline: SimProcess) -> None:
     spec = quiet(concurrency=[1], input_len=(5, 50), output_len=(1, 9), shared_prefix=4, seed=3)
     bodies = request_bodies(spec, 20)
@@ -126,6 +145,12 @@ def test_request_bodies_are_seeded_and_exact(baseline: SimProcess) -> None:
         assert 1 <= data["sampling_params"]["max_new_tokens"] <= 9 and data["stream"] is True
     prefixes = {tuple(json.loads(b)["input_ids"][:4]) for b, _ in bodies}
     assert len(prefixes) == 1
+    # The OpenAI routes name a model only when one is known: no made-up "default".
+    chat = quiet(route="chat", concurrency=[1])
+    assert "model" not in json.loads(request_bodies(chat, 1)[0][0])
+    assert json.loads(request_bodies(chat.model_copy(update={"model": "m"}), 1)[0][0])["model"] == "m"
+    assert load_module.served_model(baseline.url, {}) == "qwen3.5-122b-a10b"
+    assert load_module.served_model("http://127.0.0.1:1", {}) is None
 
 
 # ---- closed loop -------------------------------------------------------------------------
