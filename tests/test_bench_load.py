@@ -430,8 +430,10 @@ def test_a_wrong_api_key_gives_http_errors_without_the_key(keyed: SimProcess) ->
 
 def test_an_echoed_key_is_scrubbed_from_error_texts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever a server or proxy puts in its error text, the header's key is not repeated."""
-    runner = load_module._Runner("http://127.0.0.1:1", {"Authorization": f"Bearer {WRONG_KEY}"}, quiet(concurrency=[1]))
+    headers = {"Authorization": f"Bearer {WRONG_KEY}", "X-Api-Key": "k-0123456789", "X-Team": "search"}
+    runner = load_module._Runner("http://127.0.0.1:1", headers, quiet(concurrency=[1]))
     assert load_module.scrub(f"bad key {WRONG_KEY}", runner.secrets) == "bad key <redacted>"
+    assert load_module.scrub("key k-0123456789 for team search", runner.secrets) == "key <redacted> for team search"
 
 
 def test_an_unreachable_server_gives_errors_not_a_traceback() -> None:

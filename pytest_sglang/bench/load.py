@@ -251,7 +251,9 @@ class _Runner:
         # The auth header values (and a bearer token alone): an error text echoing one is
         # scrubbed even when the key was never registered as a secret.
         self.secrets: list[str] = []
-        for value in headers.values():
+        for name, value in headers.items():
+            if not any(word in name.lower() for word in ("auth", "key", "token", "secret", "cookie")):
+                continue
             scheme, _, token = value.partition(" ")
             self.secrets += [value, token.strip()] if scheme.lower() == "bearer" else [value]
         self.t0 = 0.0
