@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,7 +28,7 @@ from typing import Any, Literal, NamedTuple, Union
 from urllib.parse import urlsplit
 
 from ..errors import SGLangError, SpecError
-from .aio import AsyncHTTPServer
+from .aio import AsyncHTTPServer, new_event_loop
 from .engine import (
     TTFT_BUCKETS,
     Engine,
@@ -840,7 +840,7 @@ class SimServer:
             if self._httpd is not None:
                 self._serve_threaded(self._httpd)
             elif self._sock is not None:
-                asyncio.run(self._serve_asyncio(self._sock))
+                _run_loop(self._serve_asyncio(self._sock))
         finally:
             self._close()
 
@@ -901,6 +901,16 @@ class SimServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def _run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """asyncio.run with the simulator's precise-timer loop (3.11 has no loop_factory)."""
+    loop = new_event_loop()
+    try:
+        loop.run_until_complete(main)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:
