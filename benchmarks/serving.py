@@ -12,7 +12,8 @@ each request should take) serves every run, one after another. The table answers
   each client sustains? Ours: every request completed, validity ``valid`` and the send rate
   reached >= 95% of the asked. bench_serving: every request completed, its measured request
   throughput >= 95% of the asked rate and its own duration within 5% of (prompts / rate). The
-  ramp stops at a client's first failing rate. At least 400 prompts per rate: the span of N
+  highest sustained rate is the highest with every lower rate sustained too (every rate is
+  run and shown; a client stops once it completes under half the asked rate). At least 400 prompts per rate: the span of N
   Poisson arrivals varies by sqrt(N)/rate, 5% at 400, so a shorter level would fail or pass
   bench_serving by chance. (Ours judges its send rate against its own drawn schedule, so
   the draw does not matter to it.) bench_serving 0.5.23 sleeps each drawn gap *after* sending,
@@ -159,6 +160,7 @@ class Outcome:
     why: str
     server: ServerSide
     seconds: float  # the measured part, for the simulator's CPU share
+    rate: float | None = None  # open loop: the rate asked
 
     @property
     def sim_cpu(self) -> float:
@@ -183,9 +185,12 @@ def ours(sim: SimProcess, *, concurrency: int | None = None, rate: float | None 
         problems.append(f"{level.completed}/{requests_n} completed ({level.errors[:1]})")
     if v.verdict != "valid":
         problems.append("inconclusive: " + "; ".join(v.reasons[:-1] or v.reasons))
-    if rate is not None and (v.achieved_rate is None or v.achieved_rate < 0.95 * rate):
-        problems.append(f"sent {v.achieved_rate or 0:.1f} req/s of {rate:g}")
-    return Outcome("ours", level.name, level, not problems, "; ".join(problems) or "ok", server, level.duration_s)
+    # The send rate reached against the drawn schedule's own rate is part of the validity
+    # check (>= 95%); against the nominal rate it would carry the Poisson draw's chance.
+    if rate is not None and v.achieved_rate is None:
+        problems.append("no send rate measured")
+    sent = f" (sent {v.achieved_rate:.1f} req/s)" if v.achieved_rate is not None else ""
+    return Outcome("ours", level.name, level, not problems, ("; ".join(problems) or "ok") + sent, server, level.duration_s)
 
 
 def bench_serving(sim: SimProcess, *, concurrency: int | None = None, rate: float | None = None, requests_n: int) -> Outcome:
@@ -245,16 +250,23 @@ def ttft_errors(o: Outcome) -> str:
 
 
 def ramp(rates: list[float], run: Callable[[float], Outcome]) -> tuple[list[Outcome], float | None]:
-    """Rates in order until the first one not sustained; the highest sustained rate."""
+    """Every rate in order, so a level that failed by chance (a busy machine) does not hide
+    the rest; a client stops once it completes less than half the asked rate (it is
+    overloaded, higher rates only take time). Returns the outcomes and the highest rate
+    sustained with every lower rate sustained too."""
     outcomes: list[Outcome] = []
     best: float | None = None
+    unbroken = True
     for rate in rates:
         o = run(rate)
+        o.rate = rate
         outcomes.append(o)
         print(row(o), flush=True)
-        if not o.sustained:
+        unbroken = unbroken and o.sustained
+        if unbroken:
+            best = rate
+        if o.level_result.request_throughput < 0.5 * rate:
             break
-        best = rate
     return outcomes, best
 
 
@@ -290,13 +302,13 @@ def main() -> None:
             high = [ours(sim, concurrency=args.streams, requests_n=n), bench_serving(sim, concurrency=args.streams, requests_n=n)]
             for o in high:
                 print(row(o), flush=True)
-            print("open-loop rate ramp (Poisson arrivals), stopping at each client's first rate not sustained:")
+            print("open-loop rate ramp (Poisson arrivals):")
 
             def prompts(rate: float) -> int:
                 return max(400, int(rate * args.seconds))
 
-            _, best_ours = ramp(rates, lambda r: ours(sim, rate=r, requests_n=prompts(r)))
-            _, best_bs = ramp(rates, lambda r: bench_serving(sim, rate=r, requests_n=prompts(r)))
+            ramp_ours, best_ours = ramp(rates, lambda r: ours(sim, rate=r, requests_n=prompts(r)))
+            ramp_bs, best_bs = ramp(rates, lambda r: bench_serving(sim, rate=r, requests_n=prompts(r)))
         finally:
             sim.stop()
     print("TTFT against the simulator's model and its own record:")
@@ -308,7 +320,10 @@ def main() -> None:
         f"  ours at {args.streams} concurrent streams: {ours_high.level_result.completed}/{ours_high.level_result.requests} completed, "
         f"validity {ours_high.level_result.validity.verdict} -> {'sustained' if ours_high.sustained else 'NOT sustained'} ({ours_high.why})"
     )
-    print(f"  highest sustained open-loop rate: ours {fmt(best_ours, 'req/s', 0)}, bench_serving {fmt(best_bs, 'req/s', 0)} (of {args.rates} req/s)")
+    print(f"  highest sustained open-loop rate (every lower rate sustained too): ours {fmt(best_ours, 'req/s', 0)}, bench_serving {fmt(best_bs, 'req/s', 0)} (of {args.rates} req/s)")
+    for name, outcomes in (("ours", ramp_ours), ("bench_serving", ramp_bs)):
+        passed = [o.rate for o in outcomes if o.sustained]
+        print(f"  {name}: rates sustained {', '.join(f'{r:g}' for r in passed if r is not None) or 'none'} req/s of {len(outcomes)} run")
     for o in (low[0], high[0], high[1]):
         lv, model = o.level_result, o.server.model_ttft_ms
         if lv.ttft.p99 is not None and model is not None:
