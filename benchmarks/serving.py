@@ -13,12 +13,15 @@ each request should take) serves every run, one after another. The table answers
   reached >= 95% of the asked. bench_serving: every request completed, its measured request
   throughput >= 95% of the asked rate and its own duration within 5% of (prompts / rate). The
   highest sustained rate is the highest with every lower rate sustained too (every rate is
-  run and shown; a client stops once it completes under half the asked rate). At least 400 prompts per rate: the span of N
-  Poisson arrivals varies by sqrt(N)/rate, 5% at 400, so a shorter level would fail or pass
-  bench_serving by chance. (Ours judges its send rate against its own drawn schedule, so
-  the draw does not matter to it.) bench_serving 0.5.23 sleeps each drawn gap *after* sending,
-  so every late wake-up of its event loop adds up and lowers its rate on a busy machine;
-  ours sends on an absolute schedule and reports lateness as an inconclusive level instead;
+  run and shown; a client stops once it completes under half the asked rate). At least 400
+  prompts per rate: the span of N Poisson arrivals varies by sqrt(N)/rate, 5% at 400, so a
+  shorter level would fail or pass bench_serving by chance (ours judges its send rate
+  against its own drawn schedule, so the draw does not matter to it). bench_serving 0.5.23
+  sleeps each drawn gap *after* sending, so every late wake-up of its event loop adds up and
+  lowers the rate it sends on a busy machine, and it times TTFT from the actual send: a
+  client that falls behind measures a quieter load. Ours sends on an absolute schedule,
+  times from the scheduled instant (falling behind shows as latency) and calls the level
+  inconclusive;
 - how far is the TTFT each client measures from what the simulator's model says (prefill =
   prefill_base_ms + prompt_tokens/1000 * prefill_ms_per_1k_tokens) and from what the simulator
   recorded itself (its sglang:time_to_first_token_seconds histogram: sum/count over the run)?
