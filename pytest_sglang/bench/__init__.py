@@ -13,6 +13,7 @@ Library use::
 from __future__ import annotations
 
 from .api import Bench, BenchFailed, BenchInconclusive, Budget, compare, expect
+from .bench_serving import load_bench_serving
 from .load import LoadGenerator, LoadSpec, load_spec, run_load
 from .model import BenchResult, LevelResult, RequestRecord, ServerLoad, Stat, Validity
 from .stats import SLO
@@ -33,6 +34,7 @@ __all__ = [
     "Validity",
     "compare",
     "expect",
+    "load_bench_serving",
     "load_spec",
     "run_load",
 ]

@@ -46,6 +46,7 @@ class Budget(BaseModel):
     max_requests: int | None = None
     max_duration_s: float | None = None
     processes: int | None = None
+    max_lag_ms: float | None = None  # overrides ClientLimits.max_lag_ms
 
     def apply(self, spec: LoadSpec, repeats: int | None) -> tuple[LoadSpec, int, list[str]]:
         """The spec and repeat count this budget allows, and notes on what it cut."""
@@ -62,6 +63,8 @@ class Budget(BaseModel):
         update: dict[str, Any] = {}
         if self.processes is not None:
             update["processes"] = self.processes
+        if self.max_lag_ms is not None:
+            update["limits"] = spec.limits.model_copy(update={"max_lag_ms": self.max_lag_ms})
         if max_requests is not None:
             cap = max([max_requests, *spec.concurrency])  # a level of concurrency N needs N requests to reach N
             planned = [spec.level_requests(concurrency=c) for c in spec.concurrency] + [spec.level_requests(rate=r) for r in spec.rates]

@@ -20,7 +20,7 @@ from .model import BenchResult, LevelResult
 _OPS: dict[str, Callable[[float, float], bool]] = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq}
 _FORM = re.compile(r"^\s*(?P<metric>[A-Za-z][A-Za-z0-9_ .]*?)\s*(?P<op><=|>=|==|<|>)\s*(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>ms|s|%|tok/s|req/s)?\s*$")
 _FAMILIES = ("ttft", "itl", "tpot", "e2e")
-_STATS = {"mean": "mean", "avg": "mean", "median": "median", "p50": "median", "p90": "p90", "p99": "p99", "max": "max"}
+_STATS = {"mean": "mean", "avg": "mean", "median": "median", "p50": "median", "p90": "p90", "p95": "p95", "p99": "p99", "max": "max", "std": "std"}
 
 
 class ThresholdError(SpecError):
@@ -67,16 +67,16 @@ def parse_threshold(text: str, known: Iterable[str] = ()) -> Threshold:
     metric = metric_name(match["metric"])
     value = float(match["number"])
     unit = match["unit"]
+    names = set(known)
+    if names and metric not in names:
+        close = sorted(n for n in names if any(word in n for word in metric.split("_") if len(word) > 2))[:6] or sorted(names)[:12]
+        raise ThresholdError(f"threshold {text!r}: no metric {metric!r}; known: {', '.join(close)}")
     if unit in ("ms", "s") and not metric.endswith("_ms"):
         raise ThresholdError(f"threshold {text!r}: {metric} is not a latency, so it takes no {unit} unit")
     if unit == "s":
         value *= 1000.0
     if unit == "%":
         value /= 100.0
-    names = set(known)
-    if names and metric not in names:
-        close = sorted(n for n in names if metric.split("_")[0] in n)[:6] or sorted(names)[:12]
-        raise ThresholdError(f"threshold {text!r}: no metric {metric!r}; known: {', '.join(close)}")
     return Threshold(text.strip(), metric, match["op"], value)
 
 
@@ -119,7 +119,7 @@ def judge(result: BenchResult, thresholds: Sequence[str | Threshold], *, levels:
         invalid = [r for r in runs if not r.conclusive]
         if invalid:
             reasons = "; ".join(dict.fromkeys(reason for r in invalid for reason in r.validity.reasons))
-            verdict.inconclusive.append(f"{level.name}: inconclusive, the client was the bottleneck: {reasons}")
+            verdict.inconclusive.append(f"{level.name}: the client's own measurement is not to be trusted: {reasons}")
             continue
         figures = level_figures(result, level)
         for threshold in parsed:
@@ -133,7 +133,7 @@ def judge(result: BenchResult, thresholds: Sequence[str | Threshold], *, levels:
 
 
 def _latency_names() -> set[str]:
-    return {f"{f}_{s}_ms" for f in _FAMILIES for s in ("mean", "median", "p90", "p99", "max")}
+    return {f"{f}_{s}_ms" for f in _FAMILIES for s in ("mean", "median", "p90", "p99", "max")}  # p95 and std come with imports
 
 
 def corroboration(level: LevelResult) -> str | None:

@@ -206,9 +206,10 @@ class BenchResult(BaseModel):
         for level in self.levels:
             if isinstance(key, str) and level.name == key:
                 return level
-            if isinstance(key, int) and not isinstance(key, bool) and level.concurrency == key and level.mode == "concurrency":
+            if isinstance(key, int) and not isinstance(key, bool) and level.concurrency == key and level.mode in ("concurrency", "imported"):
                 return level
-            if isinstance(key, float) and level.rate == key:
+        for level in self.levels:  # a number that is no concurrency level may be a rate
+            if isinstance(key, (int, float)) and not isinstance(key, bool) and level.rate == key:
                 return level
         known = ", ".join(level.name for level in self.levels) or "none"
         raise KeyError(f"no level {key!r} in this benchmark (levels: {known})")

@@ -49,10 +49,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--sglang-bench-max-requests", dest="sglang_bench_max_requests", type=int, default=None, metavar="N", help="at most N requests per benchmark level (ini: sglang_bench_max_requests)")
     group.addoption("--sglang-bench-max-duration", dest="sglang_bench_max_duration", type=float, default=None, metavar="SECONDS", help="at most SECONDS per benchmark level (ini: sglang_bench_max_duration)")
     group.addoption("--sglang-bench-processes", dest="sglang_bench_processes", type=int, default=None, metavar="N", help="spread each level's load over N client processes")
+    group.addoption("--sglang-bench-max-lag", dest="sglang_bench_max_lag", type=float, default=None, metavar="MS", help="the client's event-loop lag and send delay (p99) above which a level is inconclusive (default 5, or 5%% of the median TTFT if larger)")
     group.addoption("--sglang-bench-progress", dest="sglang_bench_progress", action="store_true", default=False, help="show benchmark progress even under -q or when CI is set")
     parser.addini("sglang_bench", "serving benchmarks: off, smoke or full", default="off")
     parser.addini("sglang_bench_max_requests", "at most this many requests per benchmark level", default="")
     parser.addini("sglang_bench_max_duration", "at most this many seconds per benchmark level", default="")
+    parser.addini("sglang_bench_processes", "client processes sharing each benchmark level", default="")
+    parser.addini("sglang_bench_max_lag", "client lag (ms, p99) above which a benchmark level is inconclusive", default="")
 
 
 def _setting(config: pytest.Config, name: str, kind: type, option: str) -> Any:
@@ -84,7 +87,8 @@ class BenchPlugin:
             mode=mode,  # type: ignore[arg-type]
             max_requests=_setting(config, "sglang_bench_max_requests", int, "--sglang-bench-max-requests"),
             max_duration_s=_setting(config, "sglang_bench_max_duration", float, "--sglang-bench-max-duration"),
-            processes=config.getoption("sglang_bench_processes"),
+            processes=_setting(config, "sglang_bench_processes", int, "--sglang-bench-processes"),
+            max_lag_ms=_setting(config, "sglang_bench_max_lag", float, "--sglang-bench-max-lag"),
         )
         self.failed_hosts: dict[str, str] = {}
         self._shared: Path | None = None
@@ -131,9 +135,11 @@ class BenchPlugin:
 
     # -- hooks --------------------------------------------------------------------------
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """Benchmarks last: the configuration tests of a host run before its benchmark."""
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> Generator[None, None, None]:
+        """Benchmarks last, after the built-in checks other plugins add at the end: the
+        configuration of a host is verified before its benchmark loads it."""
+        yield
         bench = [item for item in items if FIXTURE in getattr(item, "fixturenames", ())]
         if bench:
             others = [item for item in items if FIXTURE not in getattr(item, "fixturenames", ())]
@@ -146,7 +152,7 @@ class BenchPlugin:
             return
         for name, record in report.user_properties:
             if name == CHECK_PROPERTY and isinstance(record, dict) and record.get("host") and not record.get("passed", True):
-                self.mark_failed(str(record["host"]), f"{report.nodeid} failed")
+                self.mark_failed(str(record["host"]), f"{record.get('check', report.nodeid)}[{record['host']}] failed")
 
     @pytest.hookimpl(hookwrapper=True, trylast=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
