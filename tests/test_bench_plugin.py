@@ -244,3 +244,38 @@ def test_cli_bad_input_is_one_line_exit_2(args, message):
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+# ---- sglang.bench_serving results through the same judging ----------------------------------
+
+IMPORTED = ROOT / "tests" / "data" / "bench_serving" / "sglang-sweep-c1-c4-c16-details.jsonl"
+
+
+def test_an_imported_bench_serving_sweep_is_judged_and_reported_like_our_own(pytester, tmp_path):
+    pytester.makepyfile(f"""
+def test_nightly(sglang_bench):
+    result = sglang_bench.load({str(IMPORTED)!r})
+    assert [level.concurrency for level in result.levels] == [1, 4, 16]
+    sglang_bench.expect(result, "output_throughput > 0", "error_rate == 0")
+    sglang_bench.expect(result, "p99 ttft <= 0.001 ms", level=16)
+""")
+    result = _run(pytester, f"--sglang-host={BASELINE}", "--sglang-bench=smoke", f"--sglang-report-json={tmp_path / 'r.json'}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*concurrency=16: ttft_p99_ms * ms (limit <= 0.001 ms)*"])
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert validate(doc) == []
+    (bench,) = doc["hosts"][0]["benchmarks"]
+    assert bench["source"] == "bench_serving" and [lv["name"] for lv in bench["levels"]] == ["concurrency=1", "concurrency=4", "concurrency=16"]
+
+
+def test_cli_imports_bench_serving_output_and_judges_it(tmp_path):
+    ok = _cli("--import", str(IMPORTED), "--expect", "output_throughput > 0", "--level", "4")
+    assert ok.returncode == 0, ok.stderr
+    assert "concurrency=16" in ok.stdout and "(bench_serving)" in ok.stdout
+    bad = _cli("--import", str(IMPORTED), "--expect", "p99 ttft <= 0.001 ms")
+    assert bad.returncode == 1
+    assert "concurrency=1: ttft_p99_ms" in bad.stderr
+    garbage = tmp_path / "cut.txt"
+    garbage.write_text("============ Serving Benchmark Result ============\nBackend:   sglang\nSuccessful requests:   10\n")
+    cut = _cli("--import", str(garbage))
+    assert cut.returncode == 2 and len(cut.stderr.strip().splitlines()) == 1 and "cut.txt" in cut.stderr
