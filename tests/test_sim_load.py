@@ -192,6 +192,7 @@ RAW_REQUESTS = [
     b"POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     b"POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n",
     b"GET /v1/models HTTP/1.0\r\n\r\n",
+    b"POST /generate HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 13\r\n\r\n{\"text\": \"x\"}",
 ]
 
 
@@ -204,8 +205,11 @@ def _exchange(port: int, raw: bytes) -> tuple[str, list[str], bytes]:
         data = b""
         while chunk := sock.recv(65536):
             data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
+    interim = b"HTTP/1.1 100 Continue\r\n\r\n"
+    continued = data.startswith(interim)
+    head, _, body = data.removeprefix(interim).partition(b"\r\n\r\n")
     status, *lines = head.decode("latin-1").split("\r\n")
+    status = f"100 Continue, then {status}" if continued else status
     names = [line.split(":", 1)[0] for line in lines if not line.startswith("Date:")]
     return status, names, body
 

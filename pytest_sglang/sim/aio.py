@@ -182,6 +182,8 @@ class AsyncHTTPServer:
             body = f"Unsupported method ({method!r})".encode()
             await self._send_body(writer, 501, "text/plain; charset=utf-8", body)
             return keep_alive
+        if version != "HTTP/1.0" and headers.get("Expect", "").lower() == "100-continue":
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # curl waits a second for it before a large body
         request_or_refusal = await self._read_request(reader, method, target, headers)
         if not isinstance(request_or_refusal, tuple):
             await self._send(writer, request_or_refusal)

@@ -5,6 +5,11 @@ Standard library only, so it starts in milliseconds inside a test session or as
 streaming formats of the profile's SGLang version, and a deliberately simple performance
 model: at most ``effective_max_running_requests_per_dp`` requests run at once, the rest
 queue first-in first-out, so load above the cap shows as a rising time to first token.
+
+Two servers carry it: an asyncio one (the default; one event loop keeps the model's timing
+under hundreds of concurrent streams) and a thread-per-connection one. Both answer through
+:class:`Simulator`; the performance model (:mod:`.engine`) only says what a request waits
+for, and each server does the waiting its own way.
 """
 
 from __future__ import annotations
