@@ -9,6 +9,7 @@ counters and its timestamps are the same code either way.
 
 from __future__ import annotations
 
+import bisect
 import json
 import random
 import threading
@@ -182,8 +183,7 @@ class Histogram:
             self.counts = [0] * (len(self.bounds) + 1)
 
     def observe(self, value: float) -> None:
-        index = next((i for i, bound in enumerate(self.bounds) if value <= bound), len(self.bounds))
-        self.counts[index] += 1
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1  # the first bucket with value <= bound
         self.sum += value
         self.count += 1
 
@@ -290,16 +290,14 @@ class Engine:
                 if index == 0:
                     times.first_token = time.time()
                     first = last = time.monotonic()
-                    self._observe("ttft", first - arrived)
+                    self._first_token(job, first - arrived)
                 else:
                     step = self._decode_step_s()
                     deadline = max(deadline, time.monotonic() - TIMER_SLACK_S) + step
                     yield Sleep(deadline)
-                    self._count_decode_step(step)
                     now = time.monotonic()
-                    self._observe("itl", now - last)
+                    self._decoded(job, step, now - last)
                     last = now
-                self._count_token(job)
                 if index == max_new_tokens - 1:
                     times.finished = time.time()
                     self._observe_finished(last - arrived, last - first, max_new_tokens)
@@ -370,15 +368,28 @@ class Engine:
             self._totals.prefill_tokens += prompt_tokens  # no prefix cache: every prompt token is computed
             self._totals.prefill_busy_us += round(seconds * 1e6)
 
-    def _count_decode_step(self, seconds: float) -> None:
-        """Add one request's decode step to the moments. SGLang counts one step per batch; here
-        each of the ``batch`` running requests steps on its own, so each adds a 1/batch share
-        of that batch step (whole numbers while one request runs)."""
+    def _first_token(self, job: _Job, ttft: float) -> None:
         with self._lock:
-            batch = max(1, len(self._running))
-            share, us = 1 / batch, float(round(seconds * 1e6))  # SGLang times steps in whole microseconds
-            for i, value in enumerate((share, 1.0, us * share, float(batch), us, 1.0)):
-                self._totals.decode_moments[i] += value
+            self._totals.histograms["ttft"].observe(ttft)
+            self._count_token(job)
+
+    def _decoded(self, job: _Job, step: float, itl: float) -> None:
+        """One more token of ``job`` after a decode step of ``step`` modelled seconds, ``itl``
+        measured seconds after its previous one. One lock for all of it: it runs per token."""
+        with self._lock:
+            self._totals.histograms["itl"].observe(itl)
+            self._count_decode_step(step)
+            self._count_token(job)
+
+    def _count_decode_step(self, seconds: float) -> None:
+        """Add one request's decode step to the moments (lock held). SGLang counts one step per
+        batch; here each of the ``batch`` running requests steps on its own, so each adds a
+        1/batch share of that batch step (whole numbers while one request runs)."""
+        batch = max(1, len(self._running))
+        share, us = 1 / batch, float(round(seconds * 1e6))  # SGLang times steps in whole microseconds
+        moments = self._totals.decode_moments
+        for i, value in enumerate((share, 1.0, us * share, float(batch), us, 1.0)):
+            moments[i] += value
 
     def _observe(self, histogram: str, seconds: float) -> None:
         with self._lock:
@@ -393,10 +404,10 @@ class Engine:
                 self._totals.histograms["tpot"].observe(decoding / (tokens - 1))
 
     def _count_token(self, job: _Job) -> None:
-        with self._lock:
-            job.generated += 1
-            self._token_times.append(time.monotonic())
-            self._forget_old_tokens()
+        """One more output token of ``job`` (lock held)."""
+        job.generated += 1
+        self._token_times.append(time.monotonic())
+        self._forget_old_tokens()
 
     def _throughput(self) -> float:
         """Tokens per second over the trailing window (lock held)."""
