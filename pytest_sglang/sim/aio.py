@@ -32,6 +32,8 @@ T = TypeVar("T")
 _METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH"})
 _MAX_HEADERS = 100
 _LINE_LIMIT = 65536
+# Above this many unsent bytes a stream waits for its client (asyncio's default high-water mark).
+_WRITE_BUFFER_LIMIT = 64 * 1024
 
 
 class _BadRequest(Exception):
@@ -213,16 +215,32 @@ class AsyncHTTPServer:
             await self._send_body(writer, reply.status, reply.content_type, reply.body)
             return
         stream = reply.stream
+        loop = asyncio.get_running_loop()
+        # Frames produced together leave in one write: a loopback send costs tens of
+        # microseconds, and a chat stream ends with three frames and the terminator at once.
+        ready = [self._head(reply.status, reply.content_type, None)]
         try:
-            self._write_head(writer, reply.status, reply.content_type, None)
+            # The per-frame path, run thousands of times a second under load: sleeps are timer
+            # futures awaited here, and drain() only when the client reads slower than we write.
             for frame in stream:
                 if isinstance(frame, bytes):
-                    writer.write(b"%x\r\n%s\r\n" % (len(frame), frame))
-                    await writer.drain()  # raises once the client has gone
+                    ready.append(b"%x\r\n%s\r\n" % (len(frame), frame))
+                    continue
+                if ready:
+                    await _write(writer, ready)
+                    ready = []
+                if isinstance(frame, Sleep):
+                    if frame.until > loop.time():
+                        woken: asyncio.Future[None] = loop.create_future()
+                        timer = loop.call_at(frame.until, _resolve, woken)
+                        try:
+                            await woken
+                        finally:
+                            timer.cancel()
                 else:
                     await perform(frame)
-            writer.write(b"0\r\n\r\n")
-            await writer.drain()
+            ready.append(b"0\r\n\r\n")
+            await _write(writer, ready)
         finally:
             stream.close()  # a client that left early frees its running slot now
 
@@ -231,6 +249,9 @@ class AsyncHTTPServer:
         await writer.drain()
 
     def _write_head(self, writer: asyncio.StreamWriter, status: int, content_type: str, body: bytes | None) -> None:
+        writer.write(self._head(status, content_type, body))
+
+    def _head(self, status: int, content_type: str, body: bytes | None) -> bytes:
         """Status line and headers as the threaded server's handler sends them, and the body
         when there is one (``None``: a chunked stream follows)."""
         head = [
@@ -243,7 +264,17 @@ class AsyncHTTPServer:
             head += ["Cache-Control: no-cache", "Transfer-Encoding: chunked"]
         else:
             head.append(f"Content-Length: {len(body)}")
-        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (body or b""))
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (body or b"")
+
+
+async def _write(writer: asyncio.StreamWriter, parts: list[bytes]) -> None:
+    """Send ``parts`` in one write; raises once the client has gone."""
+    transport = writer.transport
+    if transport.is_closing():
+        raise ConnectionResetError("the client has gone")
+    transport.write(b"".join(parts))
+    if transport.get_write_buffer_size() > _WRITE_BUFFER_LIMIT:
+        await writer.drain()
 
 
 def _request_line(line: bytes) -> tuple[str, str, str]:
