@@ -45,6 +45,7 @@ class Level:
     errors: int = 0
     seconds: float = 0.0
     cpu_seconds: float = 0.0
+    client_cpu_seconds: float = 0.0
 
 
 def start(server: str | None) -> tuple[subprocess.Popen[str], str]:
@@ -106,9 +107,10 @@ async def run_level(url: str, endpoint: str, streams: int, seconds: float, pid: 
                 except (aiohttp.ClientError, RuntimeError):
                     level.errors += 1
 
-        cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+        cpu0, client0, t0 = cpu_seconds(pid), cpu_seconds(os.getpid()), time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(streams)))
         level.seconds, level.cpu_seconds = time.perf_counter() - t0, cpu_seconds(pid) - cpu0
+        level.client_cpu_seconds = cpu_seconds(os.getpid()) - client0
     return level
 
 
@@ -126,6 +128,7 @@ def report(endpoint: str, level: Level) -> str:
     itl = [1000 * t for t in level.itls]
     return (
         f"{endpoint:<22} {level.streams:>4} {100 * level.cpu_seconds / level.seconds:>6.0f}% "
+        f"{100 * level.client_cpu_seconds / level.seconds:>6.0f}% "
         f"{level.requests / level.seconds:>7.1f} {level.errors:>4}  "
         f"{ttft_model:>6.2f} {statistics.median(ms):>7.2f} {percentile(ms, 0.99):>7.2f}  "
         f"{itl_model:>6.2f} {statistics.median(itl):>7.2f} {percentile(itl, 0.99):>7.2f}"
@@ -137,7 +140,9 @@ async def main_async(args: argparse.Namespace) -> None:
     try:
         print(f"simulator {url} ({args.server or 'default'} server), profile {PROFILE}, "
               f"{len(PROMPT.split())} prompt tokens, {MAX_NEW_TOKENS} output tokens; times in ms")
-        print(f"{'endpoint':<22} {'N':>4} {'CPU':>7} {'req/s':>7} {'err':>4}  "
+        print(f"transport floor (GET /health round trip, p50): {await round_trip(url):.2f} ms; "
+              f"load average before: {os.getloadavg()[0]:.2f} (above ~0.3, other processes share the CPU)")
+        print(f"{'endpoint':<22} {'N':>4} {'server':>7} {'client':>7} {'req/s':>7} {'err':>4}  "
               f"{'TTFT model':>10} {'p50':>5} {'p99':>7}  {'ITL model':>9} {'p50':>5} {'p99':>7}")
         for endpoint in args.endpoints.split(","):
             for streams in (int(n) for n in args.levels.split(",")):
@@ -146,6 +151,20 @@ async def main_async(args: argparse.Namespace) -> None:
     finally:
         proc.terminate()
         proc.wait(5)
+    print(f"load average after: {os.getloadavg()[0]:.2f}; server and client CPU in % of one core")
+
+
+async def round_trip(url: str, count: int = 200) -> float:
+    """Milliseconds for a request that waits for nothing: what the client, the loopback and
+    HTTP parsing cost before the model's time starts."""
+    times = []
+    async with aiohttp.ClientSession() as session:
+        for _ in range(count):
+            start = time.perf_counter()
+            async with session.get(f"{url}/health") as response:
+                await response.read()
+            times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
 
 
 def main() -> None:
