@@ -44,7 +44,7 @@ def test_the_seed_benchmark_passes_on_the_baseline_and_fails_on_the_candidate_na
     """The example suite's own benchmark test, as shipped: at 48 concurrent streams the
     candidate's 26 running slots queue the rest, and its p99 time to first token shows it."""
     pytester.makepyfile(test_qwen35=(ROOT / "example_suite" / "test_qwen35_deployment.py").read_text())
-    result = _run(pytester, f"--sglang-host={BASELINE}", f"--sglang-host={CANDIDATE}", "--sglang-bench=smoke", LENIENT, "-k", "streams")
+    result = _run(pytester, f"--sglang-host={BASELINE}", f"--sglang-host={CANDIDATE}", "--sglang-bench=smoke", LENIENT, "-k", "streams", "-rfEs")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         f"FAILED *test_48_concurrent_streams_start_without_queueing[[]{CANDIDATE}[]]*",

@@ -287,26 +287,38 @@ class _Runner:
                     text = (await resp.read())[:300].decode("utf-8", "replace").strip()
                     record.error = f"HTTP {resp.status}: {text}"
                     return
-                async for line in resp.content:
-                    if not line.startswith(b"data:"):
-                        continue
-                    payload = line[5:].strip()
-                    if payload == b"[DONE]":
+                # Raw reads, split here: one wake-up per arrival, however many frames it holds,
+                # and every frame of an arrival stamped with the arrival's time.
+                read, pending, finished = resp.content.readany, b"", False
+                while not finished:
+                    data_in = await read()
+                    if not data_in:
                         break
                     now = clock() - t0
-                    try:
-                        data = _loads(payload)
-                    except ValueError:
-                        record.error = f"a stream frame is not JSON: {payload[:80]!r}"
-                        return
-                    error = _error_text(data)
-                    if error is not None:
-                        record.error = error
-                        return
-                    if _frame_output(route, data, record):
-                        if not record.chunk_times:
-                            record.first_token = now
-                        record.chunk_times.append(now)
+                    pending += data_in
+                    if b"\n" not in data_in:
+                        continue
+                    *lines, pending = pending.split(b"\n")
+                    for line in lines:
+                        if not line.startswith(b"data:"):
+                            continue
+                        payload = line[5:].strip()
+                        if payload == b"[DONE]":
+                            finished = True
+                            break
+                        try:
+                            data = _loads(payload)
+                        except ValueError:
+                            record.error = f"a stream frame is not JSON: {payload[:80]!r}"
+                            return
+                        error = _error_text(data)
+                        if error is not None:
+                            record.error = error
+                            return
+                        if _frame_output(route, data, record):
+                            if not record.chunk_times:
+                                record.first_token = now
+                            record.chunk_times.append(now)
                 record.end = clock() - t0
                 if not record.chunk_times:
                     record.error = "the stream ended without output"
@@ -473,10 +485,15 @@ async def _run_share(
         await runner.close()
 
 
+def _run_loop(main: Any) -> Any:
+    """Run a coroutine on a fresh event loop (one place to choose the loop)."""
+    return asyncio.run(main)
+
+
 def _child(url: str, headers: dict[str, str], spec_json: str, share: _Share, start_wall: float, warmup: int) -> tuple[list[RequestRecord], _ClientFigures]:
     """A client process's part of a level (runs in a spawned process)."""
     spec = LoadSpec.model_validate_json(spec_json)
-    return asyncio.run(_run_share(url, headers, spec, share, start_wall, warmup))
+    return _run_loop(_run_share(url, headers, spec, share, start_wall, warmup))
 
 
 # ---- /metrics watch ---------------------------------------------------------------------
@@ -729,7 +746,7 @@ class LoadGenerator:
             if pool is None:
                 hold: list[_Runner] = []
                 ticker.source = lambda: hold[0].progress_done if hold else 0
-                records, figures = asyncio.run(_run_share(self.url, self.headers, spec, share, None, warmup, watch=watch, hold=hold))
+                records, figures = _run_loop(_run_share(self.url, self.headers, spec, share, None, warmup, watch=watch, hold=hold))
                 all_figures = [figures]
             else:
                 records, all_figures = self._spread(share, warmup, pool, watch)
