@@ -2,9 +2,10 @@
 
     python benchmarks/serving.py [--rates 25,50,100,200,400,800] [--streams 256]
 
-One simulator process (``python -m pytest_sglang.sim``, a 0.5.23 profile with metrics on and a
+One simulator process (``python -m pytest_sglang.sim``, a 0.5.23 profile with metrics on, a
 running cap of 4096, so no request ever queues and the simulator's model says exactly what
-each request should take) serves every run, one after another. The table answers:
+each request should take, and a 20 ms decode step, as a GPU takes at a large batch) serves
+every run, one after another. The table answers:
 
 - does our client sustain N concurrent streams (closed loop: every request completed, and the
   client's own validity check passed)?
@@ -67,6 +68,10 @@ from pytest_sglang.sim.launcher import SimProcess, start_simulator  # noqa: E402
 
 BASE_PROFILE = "qwen35-122b-a10b-4xrtx6000-0.5.23"  # SGLang 0.5.23, --enable-metrics
 CAP = 4096  # running requests: above every level, so nothing queues
+# A decode step as a GPU takes it at a large batch (tens of ms), not the bundled profiles'
+# 2 ms: at 256 streams the simulator then sends about 256/0.033 = 7.8k chunks a second, which
+# one simulator process serves without being the bottleneck (it tops out near 14k on 2 cores).
+DECODE_STEP_BASE_MS = 20.0
 INPUT_LEN = 64
 OUTPUT_LEN = 16
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -81,6 +86,7 @@ def profile_file(folder: Path) -> Path:
     data = json.loads(resources.files("pytest_sglang.sim").joinpath("profiles").joinpath(f"{BASE_PROFILE}.json").read_text())
     data["name"] = f"{BASE_PROFILE}-cap{CAP}"
     data["runtime"]["effective_max_running_requests_per_dp"] = CAP
+    data.setdefault("performance", {})["decode_step_base_ms"] = DECODE_STEP_BASE_MS
     path = folder / "profile.json"
     path.write_text(json.dumps(data))
     return path
@@ -287,7 +293,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="serving-bench-") as tmp:
         sim = start_simulator(str(profile_file(Path(tmp))))
         try:
-            perf = load_profile(BASE_PROFILE).performance
+            perf = load_profile(BASE_PROFILE).performance.model_copy(update={"decode_step_base_ms": DECODE_STEP_BASE_MS})
             print(
                 f"simulator {sim.url} pid {sim.process.pid}: {BASE_PROFILE} with running cap {CAP}; prefill {perf.prefill_base_ms:g} ms "
                 f"+ {perf.prefill_ms_per_1k_tokens:g} ms/1k tokens, decode step {perf.decode_step_base_ms:g} ms + "

@@ -328,13 +328,14 @@ def test_peak_in_flight_counts_an_end_before_a_send_at_one_instant() -> None:
 
 
 def test_tiny_client_limits_make_a_level_inconclusive_with_its_figures(baseline: SimProcess) -> None:
+    # A level of a second or more: the CPU criterion applies (shorter levels are judged by lag).
     limits = ClientLimits(max_lag_ms=0.0, max_lag_fraction_of_ttft=0.0, max_cpu=0.0)
-    level = run_load(baseline.url, quiet(concurrency=[2], requests=8, output_len=4, limits=limits)).level(2)
+    level = run_load(baseline.url, quiet(concurrency=[2], requests=16, output_len=64, limits=limits)).level(2)
     assert level.validity.verdict == "inconclusive"
     reasons = " | ".join(level.validity.reasons)
     assert "of a core" in reasons and "processes=N" in reasons
     # The figures are there whatever the verdict.
-    assert level.completed == 8 and level.ttft.median is not None and level.output_throughput > 0
+    assert level.completed == 16 and level.ttft.median is not None and level.output_throughput > 0
     assert level.validity.client_cpu is not None and level.validity.loop_lag_p99_ms is not None
 
 

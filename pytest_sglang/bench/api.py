@@ -210,10 +210,11 @@ def compare(
     metrics: Sequence[str] = DEFAULT_METRICS,
     tolerance: float = 0.05,
     alpha: float = 0.05,
+    min_delta_ms: float = 5.0,
 ) -> list[MetricChange]:
     """Compare with a stored baseline entry; raises :class:`BenchFailed` on a regression.
     Returns every compared metric (improvements and undecided changes included)."""
-    changes = compare_to_baseline(entry, result, metrics=metrics, tolerance=tolerance, alpha=alpha, name=name)
+    changes = compare_to_baseline(entry, result, metrics=metrics, tolerance=tolerance, alpha=alpha, name=name, min_delta_ms=min_delta_ms)
     failing = [c for c in changes if c.failing]
     if failing:
         lines = [f"{name}: {len(failing)} figure(s) regressed against the baseline on {result.target}:"]

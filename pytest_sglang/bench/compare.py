@@ -8,8 +8,8 @@ runs says little. A level is run ``repeats`` times on each side and, per metric:
 - the **evidence** is the one-sided Mann-Whitney U test on the repeats (exact for small samples):
   the probability that repeats at least this much worse would come from the same distribution.
 
-A metric *regressed* when its change is beyond the tolerance (default 5 %) **and** p <= alpha
-(default 0.05). With three repeats on each side the smallest possible p is 0.05 (every candidate
+A metric *regressed* when its change is beyond the tolerance (default 5 %; for a latency also
+at least ``min_delta_ms``, default 5 ms) **and** p <= alpha (default 0.05). With three repeats on each side the smallest possible p is 0.05 (every candidate
 repeat worse than every baseline repeat); with one repeat each it is 0.5, so a change is reported
 as *undecided*, never as a regression.
 """
@@ -155,8 +155,11 @@ def compare_to_baseline(
     tolerance: float = 0.05,
     alpha: float = 0.05,
     name: str = "benchmark",
+    min_delta_ms: float = 5.0,
 ) -> list[MetricChange]:
-    """Every compared metric of every level both sides measured conclusively."""
+    """Every compared metric of every level both sides measured conclusively. A latency that
+    moved less than ``min_delta_ms`` is unchanged, whatever its relative change: a p99 of 11 ms
+    against 18 ms is noise on a shared machine, not a finding."""
     want, have = _comparable_settings(entry.get("settings") or {}), _comparable_settings(result.settings)
     if want and have and want != have:
         differing = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
@@ -175,13 +178,15 @@ def compare_to_baseline(
             base, cand = base_figures.get(metric), figures.get(metric)
             if not base or not cand:
                 continue
-            changes.append(_change(level_name, metric, [float(v) for v in base], cand, tolerance, alpha))
+            changes.append(_change(level_name, metric, [float(v) for v in base], cand, tolerance, alpha, min_delta_ms))
     return changes
 
 
-def _change(level: str, metric: str, base: list[float], cand: list[float], tolerance: float, alpha: float) -> MetricChange:
+def _change(level: str, metric: str, base: list[float], cand: list[float], tolerance: float, alpha: float, min_delta_ms: float = 0.0) -> MetricChange:
     better = direction(metric)
     b, c = statistics.median(base), statistics.median(cand)
+    if metric.endswith("_ms") and abs(c - b) < min_delta_ms:
+        return MetricChange(level, metric, base, cand, 0.0 if b == 0 else (c - b) / abs(b), 1.0, "unchanged", better)
     if b == 0:
         change = 0.0 if c == 0 else math.copysign(math.inf, c if better == "lower" else -c)
     else:

@@ -39,6 +39,7 @@ class HostBench(Bench):
         metrics: Sequence[str] = DEFAULT_METRICS,
         tolerance: float = 0.05,
         alpha: float = 0.05,
+        min_delta_ms: float = 5.0,
     ) -> list[MetricChange]:
         """Compare ``result`` with this benchmark's stored baseline (or store it, under
         ``--sglang-update-baseline``). Raises ``BenchFailed`` when a figure regressed: a change
@@ -62,7 +63,7 @@ class HostBench(Bench):
                 return []
         if entry is None:
             raise BenchBaselineError(f"no benchmark baseline {bench_name!r} in {path} (deployment key {key}): record it with --sglang-update-baseline")
-        return compare(result, entry, name=bench_name, metrics=metrics, tolerance=tolerance, alpha=alpha)
+        return compare(result, entry, name=bench_name, metrics=metrics, tolerance=tolerance, alpha=alpha, min_delta_ms=min_delta_ms)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,277 @@
+"""A minimal HTTP/1.1 client for streamed answers that timestamps bytes as they arrive.
+
+A general-purpose client (aiohttp, httpx) wakes a reader task for every stream chunk, decodes
+it and hands it up through several layers before the benchmark can look at the clock. When a
+server's decode step sends a chunk to 256 streams at once, those layers run 256 times in a row,
+and the last stream's chunk is stamped milliseconds after it arrived: the client distorts what
+it measures. Here the stamp is taken in ``data_received`` (the first Python code that sees the
+bytes), the only work done there is framing (where the answer ends), and everything else
+(server-sent events, JSON) is parsed after the answer is complete.
+
+Keep-alive connections are pooled per target; ``Connection: close`` and errors retire them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+MAX_HEAD = 64 * 1024
+
+
+class WireError(Exception):
+    """The answer could not be had: connection refused or lost, a malformed answer, a timeout."""
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    # The body's bytes (de-chunked) in arrival order, each with the time its packet arrived.
+    pieces: list[tuple[float, bytes]] = field(default_factory=list)
+    end: float = 0.0  # when the last byte arrived
+
+    def body(self) -> bytes:
+        return b"".join(piece for _, piece in self.pieces)
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection: writes a request, frames the answer, stamps each arrival."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._waiter: asyncio.Future[Answer] | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._head: bytearray | None = bytearray()
+        self._answer: Answer | None = None
+        self._chunked = False
+        self._length: int | None = None  # bytes of body left (Content-Length framing)
+        self._size_line = bytearray()
+        self._data_left = 0  # bytes of the current chunk's data left
+        self._crlf_left = 0  # bytes of the CRLF after a chunk's data left
+        self._last_chunk = False
+        self._keep_alive = True
+
+    # -- asyncio.Protocol ----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        now = self.clock()
+        if self._waiter is None or self._waiter.done():
+            self._fail(WireError("the server sent bytes no request asked for"))
+            return
+        try:
+            if self._head is not None:
+                self._head += data
+                end = self._head.find(b"\r\n\r\n")
+                if end < 0:
+                    if len(self._head) > MAX_HEAD:
+                        raise WireError(f"the answer's header is longer than {MAX_HEAD} bytes")
+                    return
+                data = bytes(self._head[end + 4 :])
+                self._start(bytes(self._head[:end]))
+                self._head = None
+            self._body(now, data)
+        except WireError as exc:
+            self._fail(exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._waiter is not None and not self._waiter.done():
+            if self._answer is not None and self._length is None and not self._chunked:
+                self._finish(self.clock())  # framed by the connection's end
+            else:
+                self._waiter.set_exception(WireError(f"the server closed the connection mid-answer{f' ({exc})' if exc else ''}"))
+
+    # -- a request ----------------------------------------------------------------------
+
+    def request(self, data: bytes) -> asyncio.Future[Answer]:
+        assert self.transport is not None
+        self._reset()
+        self._waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(data)
+        return self._waiter
+
+    def _start(self, head: bytes) -> None:
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+            raise WireError(f"not an HTTP answer: {lines[0][:80]!r}")
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        self._answer = Answer(int(parts[1]), headers)
+        self._chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        if not self._chunked and "content-length" in headers:
+            try:
+                self._length = int(headers["content-length"])
+            except ValueError:
+                raise WireError(f"a Content-Length that is no number: {headers['content-length']!r}") from None
+        self._keep_alive = headers.get("connection", "").lower() != "close" and parts[0] != "HTTP/1.0"
+        if self._length == 0 or self._answer.status in (204, 304):
+            self._finish(self.clock())
+
+    def _body(self, now: float, data: bytes) -> None:
+        answer = self._answer
+        if answer is None or not data:
+            return
+        if not self._chunked:
+            if self._length is not None:
+                data = data[: self._length]
+                self._length -= len(data)
+            answer.pieces.append((now, data))
+            if self._length == 0:
+                self._finish(now)
+            return
+        pos, n = 0, len(data)
+        while pos < n:
+            if self._data_left:
+                take = min(self._data_left, n - pos)
+                answer.pieces.append((now, data[pos : pos + take]))
+                self._data_left -= take
+                pos += take
+                if not self._data_left:
+                    self._crlf_left = 2
+            elif self._crlf_left:
+                take = min(self._crlf_left, n - pos)
+                self._crlf_left -= take
+                pos += take
+                if not self._crlf_left and self._last_chunk:
+                    self._finish(now)
+                    return
+            else:
+                end = data.find(b"\n", pos)
+                if end < 0:
+                    self._size_line += data[pos:]
+                    if len(self._size_line) > 1024:
+                        raise WireError("a chunk size line longer than 1 KiB")
+                    return
+                self._size_line += data[pos:end]
+                pos = end + 1
+                text = bytes(self._size_line).split(b";", 1)[0].strip()
+                self._size_line.clear()
+                if self._last_chunk:
+                    if not text:  # the empty line that ends the (empty) trailer
+                        self._finish(now)
+                        return
+                    continue  # a trailer field
+                try:
+                    size = int(text, 16)
+                except ValueError:
+                    raise WireError(f"a chunk size that is no hex number: {text[:20]!r}") from None
+                if size == 0:
+                    self._last_chunk = True
+                else:
+                    self._data_left = size
+
+    def _finish(self, now: float) -> None:
+        answer, waiter = self._answer, self._waiter
+        if answer is None or waiter is None or waiter.done():
+            return
+        answer.end = now
+        if not self._keep_alive and self.transport is not None:
+            self.transport.close()
+            self.closed = True
+        waiter.set_result(answer)
+
+    def _fail(self, exc: WireError) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(exc)
+        self.close()
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+class WireClient:
+    """Requests to one server (``http://`` or ``https://``, optional path prefix) over pooled
+    keep-alive connections. Times are ``clock()`` readings (``time.perf_counter`` by default)."""
+
+    def __init__(self, base_url: str, headers: dict[str, str], *, clock: Callable[[], float] = time.perf_counter, verify: bool = True) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise WireError(f"{base_url}: give an http:// or https:// URL")
+        self.host = parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.prefix = parts.path.rstrip("/")
+        self.ssl: ssl.SSLContext | None = None
+        if parts.scheme == "https":
+            self.ssl = ssl.create_default_context()
+            if not verify:
+                self.ssl.check_hostname = False
+                self.ssl.verify_mode = ssl.CERT_NONE
+        host_header = self.host if parts.port is None else f"{self.host}:{parts.port}"
+        fixed = {"Host": host_header, "User-Agent": "pytest-sglang-bench", "Accept": "*/*", **headers}
+        self._head = "".join(f"{k}: {v}\r\n" for k, v in fixed.items())
+        self.clock = clock
+        self._idle: list[_Connection] = []
+        self._all: set[_Connection] = set()
+
+    async def _connection(self) -> _Connection:
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                return conn
+        return await self._open()
+
+    async def _open(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        try:
+            _, protocol = await loop.create_connection(lambda: _Connection(self.clock), self.host, self.port, ssl=self.ssl)
+        except OSError as exc:
+            raise WireError(f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}") from None
+        self._all.add(protocol)
+        return protocol
+
+    def _encode(self, method: str, path: str, body: bytes | None) -> bytes:
+        length = f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n" if body is not None else ""
+        return f"{method} {self.prefix}{path} HTTP/1.1\r\n{self._head}{length}\r\n".encode("latin-1") + (body or b"")
+
+    async def request(self, method: str, path: str, body: bytes | None = None, *, timeout: float | None = None, on_send: Callable[[], None] | None = None) -> Answer:
+        """One request; ``on_send`` runs just before its bytes are written (after any connect)."""
+        conn = await self._connection()
+        data = self._encode(method, path, body)
+        if on_send is not None:
+            on_send()
+        waiter = conn.request(data)
+        try:
+            answer = await asyncio.wait_for(waiter, timeout) if timeout else await waiter
+        except BaseException:
+            conn.close()
+            raise
+        if not conn.closed:
+            self._idle.append(conn)
+        return answer
+
+    async def connect(self, count: int) -> None:
+        """Open connections until ``count`` are idle in the pool (before a level's clock starts)."""
+        want = count - sum(1 for c in self._idle if not c.closed)
+        if want <= 0:
+            return
+        opened = await asyncio.gather(*(self._open() for _ in range(want)), return_exceptions=True)
+        self._idle += [c for c in opened if isinstance(c, _Connection)]
+
+    def close(self) -> None:
+        for conn in self._all:
+            conn.close()
+        self._all.clear()
+        self._idle.clear()
