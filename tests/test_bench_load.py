@@ -511,5 +511,6 @@ def test_a_script_without_a_main_guard_gets_one_line_not_a_broken_pool(baseline:
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("pytest_sglang.errors.SGLangError:") and "__main__" in last
+    # The error's line (multiprocessing's resource tracker may print its own warning after it).
+    lines = done.stderr.strip().splitlines()
+    assert any(line.startswith("pytest_sglang.errors.SGLangError:") and "__main__" in line for line in lines), done.stderr
