@@ -60,7 +60,7 @@ def test_an_inconclusive_level_is_reported_as_such_never_pass_or_fail(pytester, 
     pytester.makepyfile(SMALL.replace("warmup=0)", "warmup=0, limits={'max_lag_ms': 0, 'max_lag_fraction_of_ttft': 0})"))
     result = _run(pytester, f"--sglang-host={BASELINE}", "--sglang-bench=smoke", "-rs", f"--sglang-report-md={tmp_path / 'r.md'}", f"--sglang-report-json={tmp_path / 'r.json'}")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*inconclusive: concurrency=4: the client's own measurement is not to be trusted: requests left the client * ms behind schedule (p99), more than 0.0 ms*"])
+    result.stdout.fnmatch_lines(["*inconclusive: concurrency=4: the client's own measurement is not to be trusted: *requests left the client * ms behind schedule (p99), more than 0.0 ms*"])
     md = (tmp_path / "r.md").read_text()
     assert "HOLD" in md and "inconclusive" in md
     doc = json.loads((tmp_path / "r.json").read_text())

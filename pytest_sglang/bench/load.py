@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import wait as futures_wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -435,6 +436,7 @@ async def _run_share(
     *,
     watch: _MetricsWatch | None = None,
     hold: list[_Runner] | None = None,
+    ticker: _Ticker | None = None,
 ) -> tuple[list[RequestRecord], _ClientFigures]:
     runner = _Runner(url, headers, spec)
     if hold is not None:
@@ -457,6 +459,7 @@ async def _run_share(
         stop = asyncio.Event()
         watcher = asyncio.ensure_future(runner.watch_loop(figures.lags, stop))
         metrics = asyncio.ensure_future(watch.run(stop.is_set)) if watch is not None else None
+        progress = asyncio.ensure_future(_tick(ticker, stop)) if ticker is not None and ticker.gen.progress is not None else None
         records: list[RequestRecord] = []
         cpu0 = time.thread_time()
         # Processes share one start instant: one that got here late starts its schedule at that
@@ -474,9 +477,17 @@ async def _run_share(
         await watcher
         if metrics is not None:
             await metrics
+        if progress is not None:
+            await progress
         return records, figures
     finally:
         await runner.close()
+
+
+async def _tick(ticker: _Ticker, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        await asyncio.sleep(0.25)
+        ticker.tick()
 
 
 def _run_loop(main: Any) -> Any:
@@ -742,17 +753,14 @@ class LoadGenerator:
         spec = self.spec
         watch = _MetricsWatch(self.url, self.headers, spec.metrics_interval_s) if spec.metrics_interval_s > 0 else None
         ticker = _Ticker(self, name, share.requests)
-        ticker.start()
-        try:
-            if pool is None:
-                hold: list[_Runner] = []
-                ticker.source = lambda: hold[0].progress_done if hold else 0
-                records, figures = _run_loop(_run_share(self.url, self.headers, spec, share, None, warmup, watch=watch, hold=hold))
-                all_figures = [figures]
-            else:
-                records, all_figures = self._spread(share, warmup, pool, watch)
-        finally:
-            ticker.stop()
+        if pool is None:
+            hold: list[_Runner] = []
+            ticker.source = lambda: hold[0].progress_done if hold else 0
+            records, figures = _run_loop(_run_share(self.url, self.headers, spec, share, None, warmup, watch=watch, hold=hold, ticker=ticker))
+            all_figures = [figures]
+        else:
+            records, all_figures = self._spread(share, warmup, pool, watch, ticker)
+        ticker.stop()
         records.sort(key=lambda r: r.scheduled)
         level = level_result(name, records, mode="concurrency" if share.concurrency else "rate", concurrency=share.concurrency, rate=share.rate, arrival=share.arrival if share.rate else None, slo=spec.slo)
         level.validity = judge(level, all_figures, records, spec.limits, share.rate)
@@ -760,7 +768,7 @@ class LoadGenerator:
             level.server = watch.summary(self.max_running)
         return level
 
-    def _spread(self, share: _Share, warmup: int, pool: ProcessPoolExecutor, watch: _MetricsWatch | None) -> tuple[list[RequestRecord], list[_ClientFigures]]:
+    def _spread(self, share: _Share, warmup: int, pool: ProcessPoolExecutor, watch: _MetricsWatch | None, ticker: _Ticker) -> tuple[list[RequestRecord], list[_ClientFigures]]:
         """The level split over the pool's processes, all starting at one wall-clock instant;
         the parent watches /metrics meanwhile."""
         n = self.spec.processes
@@ -790,6 +798,10 @@ class LoadGenerator:
         records: list[RequestRecord] = []
         figures: list[_ClientFigures] = []
         try:
+            pending = set(futures)
+            while pending:  # progress from this (the caller's) thread while the processes run
+                _, pending = futures_wait(pending, timeout=min(1.0, self.progress_interval_s))
+                ticker.tick()
             for future in futures:
                 try:
                     part_records, part_figures = future.result()
@@ -808,31 +820,24 @@ class LoadGenerator:
 
 
 class _Ticker:
-    """Tells the progress display how a level is going, every few seconds, from a thread."""
+    """Tells the progress display how a level is going, every few seconds, from the thread
+    that runs the level (its event loop, or the parent waiting on client processes): a display
+    such as pytest's terminal may only be written from there."""
 
     def __init__(self, gen: LoadGenerator, level: str, total: int | None) -> None:
         self.gen, self.level, self.total = gen, level, total
         self.source: Callable[[], int] = lambda: 0
-        self._stop = threading.Event()
-        self._started = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name="sglang-bench-progress", daemon=True)
+        self._started = self._last = time.monotonic()
 
-    def start(self) -> None:
-        if self.gen.progress is not None:
-            self._thread.start()
+    def tick(self) -> None:
+        now = time.monotonic()
+        if self.gen.progress is not None and now - self._last >= self.gen.progress_interval_s:
+            self._last = now
+            self.gen.progress(Progress(self.level, self.source(), self.total, now - self._started))
 
     def stop(self) -> None:
-        if self.gen.progress is None:
-            return
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=2)
-        self.gen.progress(Progress(self.level, self.total or 0, self.total, time.monotonic() - self._started, finished=True))
-
-    def _run(self) -> None:
-        assert self.gen.progress is not None
-        while not self._stop.wait(self.gen.progress_interval_s):
-            self.gen.progress(Progress(self.level, self.source(), self.total, time.monotonic() - self._started))
+        if self.gen.progress is not None:
+            self.gen.progress(Progress(self.level, self.total or self.source(), self.total, time.monotonic() - self._started, finished=True))
 
 
 def run_load(url: str, spec: LoadSpec, **kwargs: Any) -> BenchResult:

@@ -91,6 +91,7 @@ class BenchPlugin:
             max_lag_ms=_setting(config, "sglang_bench_max_lag", float, "--sglang-bench-max-lag"),
         )
         self.failed_hosts: dict[str, str] = {}
+        self.notes: list[str] = []
         self._shared: Path | None = None
 
     # -- a directory every xdist worker of this run shares ----------------------------
@@ -171,6 +172,13 @@ class BenchPlugin:
             report.longrepr = scrub(str(error))
 
 
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.notes:
+            terminalreporter.section("SGLang benchmark baselines")
+            for note in self.notes:
+                terminalreporter.write_line(scrub(note))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sglang_bench: a serving benchmark (set on every test that uses the sglang_bench fixture)")
     config.pluginmanager.register(BenchPlugin(config), "sglang-bench")
@@ -193,10 +201,16 @@ def _progress_writer(config: pytest.Config, plugin: BenchPlugin) -> Any:
     if terminal is None:
         return None
 
+    capture = config.pluginmanager.get_plugin("capturemanager")
+
     def show(progress: Any) -> None:
         total = f"/{progress.total}" if progress.total else ""
         state = "done" if progress.finished else "running"
-        terminal.write_line(f"sglang bench: {progress.level}: {progress.done}{total} requests, {progress.elapsed_s:.1f} s ({state})")
+        line = f"sglang bench: {progress.level}: {progress.done}{total} requests, {progress.elapsed_s:.1f} s ({state})"
+        # Live on the terminal, not into the test's captured output.
+        suspended = capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
+        with suspended:
+            terminal.write_line(line)
 
     return show
 
@@ -225,10 +239,8 @@ def sglang_bench(sglang: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
 
     bench = HostBench(sglang, config=config, budget=plugin.budget, progress=_progress_writer(config, plugin), on_result=record, name=node.originalname if hasattr(node, "originalname") else node.name)
     with plugin.host_lock(sglang.name):
-        try:
-            yield bench
-        except SGLangError:
-            raise
+        yield bench
+    plugin.notes += bench.notes
 
 
 def bench_records(user_properties: Any) -> list[dict[str, Any]]:

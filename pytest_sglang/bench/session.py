@@ -59,7 +59,7 @@ class HostBench(Bench):
             if state.update:
                 stored["benchmarks"][bench_name] = baseline_entry(result)
                 _write(path, stored, key)
-                self.notes.append(f"benchmark baseline {bench_name} written to {path}")
+                self.notes.append(f"wrote benchmark baseline {bench_name!r} to {path} (key {key})")
                 return []
         if entry is None:
             raise BenchBaselineError(f"no benchmark baseline {bench_name!r} in {path} (deployment key {key}): record it with --sglang-update-baseline")
