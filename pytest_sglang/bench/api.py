@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -229,7 +228,3 @@ def compare(
     if missing and not changes:
         raise BenchInconclusive(f"{name}: no level was measured conclusively to compare with the baseline (baseline levels: {', '.join(missing)})")
     return changes
-
-
-def is_finite(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import SpecError
-from .model import BenchResult, LevelResult, direction
+from .model import BenchResult, direction
 
 BENCH_BASELINE_KIND = "pytest-sglang bench baseline"
 DEFAULT_METRICS = (
@@ -211,7 +211,3 @@ def levels_missing(entry: dict[str, Any], result: BenchResult) -> list[str]:
     """Levels the baseline has that this run did not measure conclusively."""
     live = {level.name for level in result.levels if level.conclusive}
     return [name for name in (entry.get("levels") or {}) if name not in live]
-
-
-def summary_of(level: LevelResult) -> str:
-    return f"{level.name}: {level.output_throughput:.1f} tok/s, p99 TTFT {level.ttft.p99 or 0:.1f} ms"

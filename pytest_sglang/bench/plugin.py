@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from ..checks import CHECK_PROPERTY, session_state
+from ..checks import CHECK_PROPERTY
 from ..errors import SGLangError
 from ..secrets import scrub, scrub_object
 
@@ -241,12 +240,3 @@ def sglang_bench(sglang: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     with plugin.host_lock(sglang.name):
         yield bench
     plugin.notes += bench.notes
-
-
-def bench_records(user_properties: Any) -> list[dict[str, Any]]:
-    """The benchmark results a test report carries."""
-    return [value for name, value in user_properties or () if name == BENCH_PROPERTY and isinstance(value, dict)]
-
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=True)
