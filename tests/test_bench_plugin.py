@@ -29,6 +29,13 @@ def test_small_benchmark(sglang_bench):
 """
 
 
+@pytest.fixture(autouse=True)
+def _not_in_ci(monkeypatch):
+    """These runs are a developer's: CI=true (as .ci/run sets it) refuses baseline updates and
+    silences progress, which the tests that want it set themselves."""
+    monkeypatch.delenv("CI", raising=False)
+
+
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("-p", "no:benchmark", *args)
 

@@ -17,6 +17,7 @@ What keeps the client from distorting its own measurement:
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import math
 import random
@@ -37,10 +38,8 @@ from ..secrets import scrub
 from .model import BenchResult, LevelResult, RequestRecord, ServerLoad, Validity
 from .stats import SLO, level_result, percentile
 
-try:  # a faster JSON decoder for the stream frames when it is installed
-    import orjson
-
-    _loads: Callable[[bytes], Any] = orjson.loads
+try:  # a faster JSON decoder for the stream frames when it is installed (not a dependency)
+    _loads: Callable[[bytes], Any] = importlib.import_module("orjson").loads
 except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads
 

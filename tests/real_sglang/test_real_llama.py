@@ -77,12 +77,13 @@ def test_the_example_suite_runs_with_the_expected_skips_and_no_errors(pytester, 
     # The real launch command, read with SGLang 0.5.23's own flag table, has nothing it would not read.
     result.stdout.fnmatch_lines(["PASSED*test_sglang_reads_every_flag_of_the_launch_command*"], consecutive=False)
     assert outcomes.get("errors", 0) == 0
-    assert outcomes["skipped"] == 4
+    assert outcomes["skipped"] == 5
     result.stdout.fnmatch_lines(
         [
             f"SKIPPED*requires_gpus(4): the number of GPUs {real_llama.url} uses is unknown*",
             f"SKIPPED*requires_sm(120): the GPU architecture of {real_llama.url} is unknown: SGLang 0.5.23 reports no GPU model over HTTP and there is no host access*",
             f"SKIPPED*no logs for {real_llama.url}: give --sglang-logs*",
+            "SKIPPED*serving benchmarks are off: run with --sglang-bench=smoke or --sglang-bench=full*",
         ],
         consecutive=False,
     )
