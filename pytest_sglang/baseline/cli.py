@@ -165,12 +165,12 @@ def run_diff(args: argparse.Namespace) -> int:
 def run_baseline(args: argparse.Namespace) -> int:
     from .compare import Policy, compare
     from .document import default_key, document, safe_name
-    from .plugin import _ci_set
+    from .plugin import ci_set
     from .store import content_changed, file_content, load_baseline, write_baseline
 
     if args.force and not args.update:
         raise SpecError("--force is for --update")
-    if args.update and _ci_set() and not args.force:
+    if args.update and ci_set() and not args.force:
         raise SpecError("--update is refused when the CI environment variable is set (a gate must not rewrite what it checks): update baselines locally, or add --force")
     if args.key is not None and safe_name(args.key) != args.key:
         raise SpecError(f"--key {args.key!r}: the key is a file name: use letters, digits, '.', '_' and '-' only (e.g. {safe_name(args.key)})")

@@ -77,7 +77,8 @@ STATE = pytest.StashKey[BaselineState]()
 BENCH_SUFFIX = ".bench.json"
 
 
-def _ci_set() -> bool:
+def ci_set() -> bool:
+    """Whether the CI environment variable is set to something true (as CI services set it)."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
@@ -91,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if update is not None:
             raise pytest.UsageError("--sglang-update-baseline needs a baseline directory: give --sglang-baseline DIR (or the sglang_baseline ini key)")
         return
-    if update == "yes" and _ci_set():
+    if update == "yes" and ci_set():
         raise pytest.UsageError(
             "--sglang-update-baseline is refused when the CI environment variable is set (a gate must not rewrite what it checks): "
             "update baselines locally, or pass --sglang-update-baseline=force"
@@ -138,6 +139,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(BaselinePlugin(config, state), "sglang-baseline")
 
 
+def deployment_key(state: BaselineState, display: str, doc: dict[str, Any]) -> str:
+    """The key a host's baseline files go by: the ini mapping, else the document's own."""
+    from .document import default_key
+
+    return state.keys.get(display) or default_key(doc)
+
+
 def _state(config: pytest.Config) -> BaselineState | None:
     return config.stash.get(STATE, None)
 
@@ -151,14 +159,14 @@ def _display_path(path: Path) -> str:
 
 def _run(config: pytest.Config, spec: Any) -> Outcome:
     from .compare import Policy, compare, expired_waivers
-    from .document import default_key, document
+    from .document import document
     from .store import content_changed, file_content, load_baseline
 
     state = _state(config)
     assert state is not None
     target = session_state(config).target(spec)
     live = document(target)
-    key = state.keys.get(spec.display) or default_key(live)
+    key = deployment_key(state, spec.display, live)
     path = state.directory / f"{key}.json"
     shown = _display_path(path)
     record: dict[str, Any] = {"key": key, "file": path.name, "path": shown, "diffs": []}

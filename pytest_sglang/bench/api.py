@@ -125,7 +125,7 @@ class Bench:
         outcomes = [generator.run() for _ in range(max(1, runs))]
         result = outcomes[0].model_copy(update={"repeats": [o.levels for o in outcomes] if len(outcomes) > 1 else []})
         result.sglang_version = self.target.version
-        result.model = self._model_name()
+        result.model = model
         for level in result.levels:
             level.notes += notes
         self.results.append(result)

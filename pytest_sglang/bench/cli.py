@@ -160,5 +160,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stderr_progress(progress: Any) -> None:
-    total = f"/{progress.total}" if progress.total else ""
-    print(f"  {progress.level}: {progress.done}{total} requests, {progress.elapsed_s:.1f} s", file=sys.stderr)
+    print(f"  {progress.line()}", file=sys.stderr)

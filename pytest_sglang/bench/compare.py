@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import SpecError
+from .expect import figure_text
 from .model import BenchResult, direction
 
 BENCH_BASELINE_KIND = "pytest-sglang bench baseline"
@@ -94,7 +95,7 @@ class MetricChange:
         unit = " ms" if self.metric.endswith("_ms") else ""
         runs = f"{len(self.baseline)} vs {len(self.candidate)} run(s)"
         trend = "worse" if self.change > 0 else "better"
-        text = f"{self.level}: {self.metric} {_num(base)}{unit} -> {_num(cand)}{unit} ({abs(self.change):.1%} {trend}, {self.better} is better; median of {runs}, Mann-Whitney p={self.p_value:.3g})"
+        text = f"{self.level}: {self.metric} {figure_text(base)}{unit} -> {figure_text(cand)}{unit} ({abs(self.change):.1%} {trend}, {self.better} is better; median of {runs}, Mann-Whitney p={self.p_value:.3g})"
         if self.status == "undecided":
             text += ": not told apart from noise" + (" (one run each cannot show a change: use repeats >= 3)" if min(len(self.baseline), len(self.candidate)) < 2 else "")
         return text
@@ -110,10 +111,6 @@ class MetricChange:
             "status": self.status,
             "better": self.better,
         }
-
-
-def _num(value: float) -> str:
-    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3g}"
 
 
 def level_samples(result: BenchResult) -> dict[str, dict[str, list[float]]]:

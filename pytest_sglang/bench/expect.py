@@ -39,10 +39,11 @@ class Threshold:
 
     def describe(self, figure: float) -> str:
         unit = " ms" if self.metric.endswith("_ms") else ""
-        return f"{self.metric} {_shown(figure)}{unit} (limit {self.op} {_shown(self.value)}{unit})"
+        return f"{self.metric} {figure_text(figure)}{unit} (limit {self.op} {figure_text(self.value)}{unit})"
 
 
-def _shown(value: float) -> str:
+def figure_text(value: float) -> str:
+    """A figure as failure messages show it: one decimal from 10 up, three significant digits below."""
     return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3g}"
 
 

@@ -260,7 +260,6 @@ class _Runner:
             scheme, _, token = value.partition(" ")
             self.secrets += [value, token.strip()] if scheme.lower() == "bearer" else [value]
         self.t0 = 0.0
-        self.in_flight = 0
         self.progress_done = 0
         self.session: Any = None
 
@@ -277,7 +276,6 @@ class _Runner:
         from .wire import WireError
 
         clock, t0 = time.perf_counter, self.t0
-        self.in_flight += 1
 
         def sent() -> None:
             record.sent = clock() - t0
@@ -301,7 +299,6 @@ class _Runner:
             record.error = "cancelled"
             raise
         finally:
-            self.in_flight -= 1
             self.progress_done += 1
             if math.isnan(record.sent):
                 record.sent = clock() - t0  # never written (no connection): failed at once
@@ -528,15 +525,14 @@ class _MetricsWatch:
     several client processes the parent, which measures nothing, runs it."""
 
     def __init__(self, url: str, headers: dict[str, str], interval: float) -> None:
-        self.url, self.headers, self.interval = url.rstrip("/") + "/metrics", headers, interval
+        self.url, self.headers, self.interval = url, headers, interval
         self.samples: list[dict[str, float]] = []
         self.problem: str | None = None
 
     async def run(self, stopped: Callable[[], bool]) -> None:
         from .wire import WireClient, WireError
 
-        base, _, _ = self.url.rpartition("/metrics")
-        client = WireClient(base, self.headers)
+        client = WireClient(self.url, self.headers)
         try:
             while not stopped():
                 try:
@@ -662,6 +658,10 @@ class Progress:
     total: int | None
     elapsed_s: float
     finished: bool = False
+
+    def line(self) -> str:
+        total = f"/{self.total}" if self.total else ""
+        return f"{self.level}: {self.done}{total} requests, {self.elapsed_s:.1f} s ({'done' if self.finished else 'running'})"
 
 
 class LoadGenerator:

@@ -18,9 +18,7 @@ JSON and Markdown reports carry it with or without xdist.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
-import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -123,15 +121,11 @@ class BenchPlugin:
                 return text.splitlines()[0]
         return None
 
-    @contextlib.contextmanager
-    def host_lock(self, host: str) -> Iterator[None]:
+    def host_lock(self, host: str) -> contextlib.AbstractContextManager[None]:
         """One benchmark at a time against a host, whichever worker runs it."""
-        with open(self._host_file(host, "lock"), "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        from .session import locked
+
+        return locked(self._host_file(host, "lock"))
 
     # -- hooks --------------------------------------------------------------------------
 
@@ -141,6 +135,8 @@ class BenchPlugin:
         configuration of a host is verified before its benchmark loads it."""
         yield
         bench = [item for item in items if FIXTURE in getattr(item, "fixturenames", ())]
+        for item in bench:
+            item.add_marker("sglang_bench")
         if bench:
             others = [item for item in items if FIXTURE not in getattr(item, "fixturenames", ())]
             items[:] = others + bench
@@ -193,8 +189,9 @@ def _progress_writer(config: pytest.Config, plugin: BenchPlugin) -> Any:
     """Progress lines on pytest's terminal: shown by default, silent under -q, in CI logs and
     in xdist workers (which have no terminal) unless --sglang-bench-progress asks."""
     forced = config.getoption("sglang_bench_progress")
-    ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-    if not forced and (config.get_verbosity() < 0 or ci):
+    from ..baseline.plugin import ci_set
+
+    if not forced and (config.get_verbosity() < 0 or ci_set()):
         return None
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     if terminal is None:
@@ -203,13 +200,10 @@ def _progress_writer(config: pytest.Config, plugin: BenchPlugin) -> Any:
     capture = config.pluginmanager.get_plugin("capturemanager")
 
     def show(progress: Any) -> None:
-        total = f"/{progress.total}" if progress.total else ""
-        state = "done" if progress.finished else "running"
-        line = f"sglang bench: {progress.level}: {progress.done}{total} requests, {progress.elapsed_s:.1f} s ({state})"
         # Live on the terminal, not into the test's captured output.
         suspended = capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
         with suspended:
-            terminal.write_line(line)
+            terminal.write_line(f"sglang bench: {progress.line()}")
 
     return show
 
@@ -222,7 +216,6 @@ def sglang_bench(sglang: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
 
     config = request.config
     plugin = _plugin(config)
-    request.node.add_marker("sglang_bench")
     if plugin.budget.mode == "off":
         pytest.skip("serving benchmarks are off: run with --sglang-bench=smoke or --sglang-bench=full")
     why = plugin.failure_of(sglang.name)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,16 +43,16 @@ class HostBench(Bench):
         """Compare ``result`` with this benchmark's stored baseline (or store it, under
         ``--sglang-update-baseline``). Raises ``BenchFailed`` when a figure regressed: a change
         beyond ``tolerance`` that the repeats show is not noise (one-sided Mann-Whitney p <= alpha)."""
-        from ..baseline.plugin import BENCH_SUFFIX, STATE
-        from ..baseline.document import default_key, document
+        from ..baseline.document import document
+        from ..baseline.plugin import BENCH_SUFFIX, STATE, deployment_key
 
         state = self.config.stash.get(STATE, None)
         if state is None:
             raise SpecError("a benchmark baseline needs the gate's baseline directory: give --sglang-baseline DIR (or the sglang_baseline ini key)")
-        key = state.keys.get(self.target.name) or default_key(document(self.target))
+        key = deployment_key(state, self.target.name, document(self.target))
         path = Path(state.directory) / f"{key}{BENCH_SUFFIX}"
         bench_name = name or self.name
-        with _locked(path):
+        with locked(path.with_name(f".{path.name}.lock")):
             stored = _read(path)
             entry = stored["benchmarks"].get(bench_name)
             if state.update:
@@ -67,9 +66,10 @@ class HostBench(Bench):
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(f".{path.name}.lock"), "w") as handle:
+def locked(lock_file: Path) -> Iterator[None]:
+    """An exclusive lock on ``lock_file`` (made if missing), across processes."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -90,7 +90,6 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, data: dict[str, Any], key: str) -> None:
-    data = {**data, "kind": BENCH_BASELINE_KIND, "key": key}
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    from ..baseline.store import write_baseline
+
+    write_baseline(path, {**data, "kind": BENCH_BASELINE_KIND, "key": key})  # atomic, scrubbed, the gate's file form
