@@ -173,6 +173,9 @@ class RealServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def tail(self, lines: int = 25) -> str:
+        return "\n".join(self.log().splitlines()[-lines:])
+
     def stop(self, timeout: float = 20.0) -> None:
         if self.process.poll() is not None:
             return
@@ -222,23 +225,27 @@ def launch(name: str, model: Path, *, tp: int = 1, api_key: str | None = None, e
     return RealServer(name=name, url=f"http://127.0.0.1:{port}", argv=argv, log_path=log_path, process=process, api_key=api_key)
 
 
-def wait_ready(server: RealServer, seconds: float = 240.0) -> None:
-    """Readiness through the plugin's own logic; a server that died says so with its log tail."""
+def wait_ready(server: RealServer, seconds: float = 150.0) -> None:
+    """Readiness through the plugin's own logic; a server that died or never became ready says
+    so with its log tail.
+
+    SGLang 0.5.23 answers ``/health`` by generating one token and waits up to 20 s
+    (``SGLANG_HEALTH_CHECK_TIMEOUT``) for the scheduler before it answers 503, so each probe
+    waits longer than that: a sick server then says 503 instead of timing out silently."""
     from pytest_sglang.collect.http import HttpClient
     from pytest_sglang.errors import NotReadyError
 
-    client = HttpClient(server.url, timeout=10, name=server.name)
+    client = HttpClient(server.url, timeout=25, name=server.name)
     deadline = time.monotonic() + seconds
     try:
         while True:
             if server.process.poll() is not None:
-                tail = "\n".join(server.log().splitlines()[-25:])
-                raise HarnessError(f"{server.name} exited with {server.process.returncode} while starting:\n{tail}")
+                raise HarnessError(f"{server.name} exited with {server.process.returncode} while starting:\n{server.tail()}")
             try:
-                client.wait_ready(min(10.0, max(deadline - time.monotonic(), 0.1)))
+                client.wait_ready(min(25.0, max(deadline - time.monotonic(), 0.1)))
                 return
-            except NotReadyError:
+            except NotReadyError as exc:
                 if time.monotonic() > deadline:
-                    raise
+                    raise HarnessError(f"{exc}\n{server.name}'s log ends:\n{server.tail()}") from None
     finally:
         client.close()
