@@ -6,8 +6,9 @@ that does not talk to SGLang.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -36,20 +37,33 @@ _EXPORTS = {
     "connect": "target",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AuthError",
+    "CapacityLine",
+    "Effective",
+    "Facts",
+    "HostSpec",
+    "ModelInfo",
+    "NotReadyError",
+    "ParseError",
+    "Provenance",
+    "SGLangError",
+    "ServerArgs",
+    "Snapshot",
+    "SpecError",
+    "StartupLine",
+    "Target",
+    "TargetError",
+    "TargetOptions",
+    "connect",
+    "normalise",
+    "parse_capacity_line",
+    "parse_spec",
+    "parse_startup_line",
+]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pytest_sglang' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Generator, Iterator
 import pytest
 
 from . import _reads
+from .settings import flag, number, setting
 from .errors import SGLangError, SpecError
 from .gpu import sm_from_capability
 from .markers import MARKERS, unmet
@@ -96,29 +97,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(plugin, "sglang-session")
 
 
-def _option(config: pytest.Config, name: str, env: str | None = None) -> Any:
-    value = config.getoption(name)
-    if value is not None:
-        return value
-    if env and os.environ.get(env):
-        return os.environ[env]
-    return config.getini(name) or None
-
-
-def _number(text: Any, option: str, default: float, *, zero: bool = False) -> float:
-    if text is None:
-        return default
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise pytest.UsageError(f"{option} must be a number of seconds, not {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise pytest.UsageError(f"{option} must be a number of seconds, not {text!r}")
-    if value < 0 or (value == 0 and not zero):
-        raise pytest.UsageError(f"{option} must be {'0 or more' if zero else 'more than 0'} seconds, not {text!r}")
-    return value
-
-
 class SGLangPlugin:
     """Session state: the host specs and the targets opened for them (once each)."""
 
@@ -138,7 +116,7 @@ class SGLangPlugin:
         # Keys named by ?api_key_env= are secrets from the start, whatever later prints them.
         register(*(os.environ.get(spec.options["api_key_env"], "") for spec in specs if "api_key_env" in spec.options))
         register(*(secret for spec in specs for secret in spec.secrets))
-        sm_text = _option(config, "sglang_sm")
+        sm_text = setting(config, "sglang_sm")
         try:
             sm = sm_from_capability(sm_text) if sm_text else None
         except SpecError as exc:
@@ -146,18 +124,18 @@ class SGLangPlugin:
         from .options import TargetOptions
 
         self.options = TargetOptions(
-            api_key=_option(config, "sglang_api_key", "SGLANG_API_KEY"),
-            timeout=_number(_option(config, "sglang_timeout"), "--sglang-timeout", 10.0),
-            wait_ready=_number(_option(config, "sglang_wait_ready"), "--sglang-wait-ready", 0.0, zero=True),
+            api_key=setting(config, "sglang_api_key", "SGLANG_API_KEY"),
+            timeout=number(config, "sglang_timeout", default=10.0),
+            wait_ready=number(config, "sglang_wait_ready", default=0.0, zero=True),
             sm=sm,
-            ssh=_option(config, "sglang_ssh", "SGLANG_SSH"),
-            ssh_key=_option(config, "sglang_ssh_key"),
-            ssh_insecure=bool(_option(config, "sglang_ssh_insecure")),
-            ssh_known_hosts=_option(config, "sglang_ssh_known_hosts"),
-            ssh_config=_option(config, "sglang_ssh_config"),
-            unit=_option(config, "sglang_unit"),
-            logs=_option(config, "sglang_logs"),
-            command_timeout=_number(_option(config, "sglang_command_timeout"), "--sglang-command-timeout", 30.0),
+            ssh=setting(config, "sglang_ssh", "SGLANG_SSH"),
+            ssh_key=setting(config, "sglang_ssh_key"),
+            ssh_insecure=flag(config, "sglang_ssh_insecure"),
+            ssh_known_hosts=setting(config, "sglang_ssh_known_hosts"),
+            ssh_config=setting(config, "sglang_ssh_config"),
+            unit=setting(config, "sglang_unit"),
+            logs=setting(config, "sglang_logs"),
+            command_timeout=number(config, "sglang_command_timeout", default=30.0),
         )
         try:
             self.options.validate()
@@ -167,7 +145,7 @@ class SGLangPlugin:
                 LogSource.parse(self.options.logs)
         except SpecError as exc:
             raise pytest.UsageError(scrub(str(exc))) from None
-        self.allow_no_host = bool(_option(config, "sglang_allow_no_host"))
+        self.allow_no_host = flag(config, "sglang_allow_no_host")
         self._targets: dict[str, Target | SGLangError] = {}
 
     def target(self, spec: HostSpec) -> Target:

@@ -185,11 +185,36 @@ def test_big(sglang_bench):
     _run(pytester, f"--sglang-host={BASELINE}", "--sglang-bench=smoke", "--sglang-bench-max-requests=5", LENIENT).assert_outcomes(passed=1)
 
 
-def test_bad_benchmark_options_are_one_line_usage_errors(pytester):
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ("--sglang-bench-max-requests=0", "--sglang-bench-max-requests must be more than 0 requests, not '0'"),
+        ("--sglang-bench-max-requests=2.5", "--sglang-bench-max-requests must be a whole number of requests, not '2.5'"),
+        ("--sglang-bench-max-duration=nan", "--sglang-bench-max-duration must be a number of seconds, not 'nan'"),
+        ("--sglang-bench-max-duration=inf", "--sglang-bench-max-duration must be a number of seconds, not 'inf'"),
+        ("--sglang-bench-processes=-2", "--sglang-bench-processes must be more than 0 client processes, not '-2'"),
+        ("--sglang-bench-max-lag=soon", "--sglang-bench-max-lag must be a number of ms, not 'soon'"),
+    ],
+)
+def test_bad_benchmark_options_are_one_line_usage_errors(pytester, option, message):
+    """An unbounded or NaN limit would let a benchmark run on a live host without limit."""
     pytester.makepyfile(SMALL)
-    result = _run(pytester, f"--sglang-host={BASELINE}", "--sglang-bench=smoke", "--sglang-bench-max-requests=0")
+    result = _run(pytester, f"--sglang-host={BASELINE}", "--sglang-bench=smoke", option)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--sglang-bench-max-requests 0: give a positive number*"])
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_bad_benchmark_ini_values_name_the_ini_key(pytester):
+    pytester.makepyfile(SMALL)
+    pytester.makeini("[pytest]\nsglang_bench = smoke\nsglang_bench_max_duration = forever\n")
+    result = _run(pytester, f"--sglang-host={BASELINE}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: ini sglang_bench_max_duration must be a number of seconds, not 'forever'"])
+    pytester.makeini("[pytest]\nsglang_bench = often\n")
+    result = _run(pytester, f"--sglang-host={BASELINE}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: ini sglang_bench = 'often': use off, smoke or full"])
     result = _run(pytester, f"--sglang-host={BASELINE}", "--sglang-bench=often")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 

@@ -275,6 +275,15 @@ def test_timeouts_out_of_range_are_usage_errors(pytester, option, value, message
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
 
 
+def test_a_bad_ini_timeout_names_the_ini_key_and_the_option_overrides_it(pytester, sglang_server):
+    pytester.makepyfile(SUITE)
+    pytester.makeini("[pytest]\nsglang_timeout = inf\n")
+    result = pytester.runpytest("--sglang-host", sglang_server.url)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: ini sglang_timeout must be a number of seconds, not 'inf'"])
+    pytester.runpytest("--sglang-host", sglang_server.url, "--sglang-timeout", "5").assert_outcomes(passed=5)
+
+
 def test_option_values_that_are_not_numbers_are_usage_errors(pytester, sglang_server):
     pytester.makepyfile(SUITE)
     result = pytester.runpytest("--sglang-host", sglang_server.url, "--sglang-timeout", "soon")

@@ -28,6 +28,7 @@ import pytest
 from ..checks import CHECK_PROPERTY
 from ..errors import SGLangError
 from ..secrets import scrub, scrub_object
+from ..settings import number, setting
 
 BENCH_PROPERTY = "sglang.bench"
 FIXTURE = "sglang_bench"
@@ -43,31 +44,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=MODES,
         help="run serving benchmarks (tests using sglang_bench): off (default, they are skipped), smoke (a few requests per level, one run) or full (as written, repeated) (ini: sglang_bench)",
     )
-    group.addoption("--sglang-bench-max-requests", dest="sglang_bench_max_requests", type=int, default=None, metavar="N", help="at most N requests per benchmark level (ini: sglang_bench_max_requests)")
-    group.addoption("--sglang-bench-max-duration", dest="sglang_bench_max_duration", type=float, default=None, metavar="SECONDS", help="at most SECONDS per benchmark level (ini: sglang_bench_max_duration)")
-    group.addoption("--sglang-bench-processes", dest="sglang_bench_processes", type=int, default=None, metavar="N", help="spread each level's load over N client processes")
-    group.addoption("--sglang-bench-max-lag", dest="sglang_bench_max_lag", type=float, default=None, metavar="MS", help="the client's event-loop lag and send delay (p99) above which a level is inconclusive (default 5, or 5%% of the median TTFT if larger)")
+    group.addoption("--sglang-bench-max-requests", dest="sglang_bench_max_requests", default=None, metavar="N", help="at most N requests per benchmark level (ini: sglang_bench_max_requests)")
+    group.addoption("--sglang-bench-max-duration", dest="sglang_bench_max_duration", default=None, metavar="SECONDS", help="at most SECONDS per benchmark level (ini: sglang_bench_max_duration)")
+    group.addoption("--sglang-bench-processes", dest="sglang_bench_processes", default=None, metavar="N", help="spread each level's load over N client processes")
+    group.addoption("--sglang-bench-max-lag", dest="sglang_bench_max_lag", default=None, metavar="MS", help="the client's event-loop lag and send delay (p99) above which a level is inconclusive (default 5, or 5%% of the median TTFT if larger)")
     group.addoption("--sglang-bench-progress", dest="sglang_bench_progress", action="store_true", default=False, help="show benchmark progress even under -q or when CI is set")
     parser.addini("sglang_bench", "serving benchmarks: off, smoke or full", default="off")
     parser.addini("sglang_bench_max_requests", "at most this many requests per benchmark level", default="")
     parser.addini("sglang_bench_max_duration", "at most this many seconds per benchmark level", default="")
     parser.addini("sglang_bench_processes", "client processes sharing each benchmark level", default="")
     parser.addini("sglang_bench_max_lag", "client lag (ms, p99) above which a benchmark level is inconclusive", default="")
-
-
-def _setting(config: pytest.Config, name: str, kind: type, option: str) -> Any:
-    value = config.getoption(name)
-    if value is None:
-        text = str(config.getini(name) or "").strip()
-        if not text:
-            return None
-        try:
-            value = kind(text)
-        except ValueError:
-            raise pytest.UsageError(f"ini {name} = {text!r}: give a number") from None
-    if value is not None and value <= 0:
-        raise pytest.UsageError(f"{option} {value}: give a positive number")
-    return value
 
 
 class BenchPlugin:
@@ -77,15 +63,15 @@ class BenchPlugin:
         from .api import Budget
 
         self.config = config
-        mode = config.getoption("sglang_bench") or str(config.getini("sglang_bench") or "off").strip() or "off"
-        if mode not in MODES:
+        mode = setting(config, "sglang_bench") or "off"
+        if mode not in MODES:  # the option's choices are argparse's to check; this is the ini
             raise pytest.UsageError(f"ini sglang_bench = {mode!r}: use off, smoke or full")
         self.budget = Budget(
             mode=mode,  # type: ignore[arg-type]
-            max_requests=_setting(config, "sglang_bench_max_requests", int, "--sglang-bench-max-requests"),
-            max_duration_s=_setting(config, "sglang_bench_max_duration", float, "--sglang-bench-max-duration"),
-            processes=_setting(config, "sglang_bench_processes", int, "--sglang-bench-processes"),
-            max_lag_ms=_setting(config, "sglang_bench_max_lag", float, "--sglang-bench-max-lag"),
+            max_requests=number(config, "sglang_bench_max_requests", unit="requests", whole=True),
+            max_duration_s=number(config, "sglang_bench_max_duration"),
+            processes=number(config, "sglang_bench_processes", unit="client processes", whole=True),
+            max_lag_ms=number(config, "sglang_bench_max_lag", unit="ms"),
         )
         self.failed_hosts: dict[str, str] = {}
         self.notes: list[str] = []

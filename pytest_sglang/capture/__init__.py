@@ -15,16 +15,20 @@ See docs/capture.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_exports
 from .files import FORMAT, CaptureProvenance, capture_data, read_capture, safe_file_name, write_capture
 
 if TYPE_CHECKING:
     from .replay import ReplayClientError, ReplayTarget, open_capture
+    from .replay import ReplayTarget as Target
 
+# The replay side loads the target stack only when used; Target is the target a replay:FILE spec opens.
+_EXPORTS = {"ReplayClientError": "replay", "ReplayTarget": "replay", "open_capture": "replay", "Target": "replay:ReplayTarget"}
 __all__ = [
-    "FORMAT",
     "CaptureProvenance",
+    "FORMAT",
     "ReplayClientError",
     "ReplayTarget",
     "Target",
@@ -34,15 +38,4 @@ __all__ = [
     "safe_file_name",
     "write_capture",
 ]
-
-
-def __getattr__(name: str) -> Any:  # the replay side loads the target stack only when used
-    if name in ("ReplayClientError", "ReplayTarget", "open_capture"):
-        from . import replay
-
-        return getattr(replay, name)
-    if name == "Target":  # the target a replay:FILE spec opens
-        from .replay import ReplayTarget
-
-        return ReplayTarget
-    raise AttributeError(f"module 'pytest_sglang.capture' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -11,6 +11,7 @@ import pytest
 
 from ..errors import SGLangError
 from ..secrets import scrub
+from ..settings import setting
 
 WRITTEN = pytest.StashKey[list[str]]()
 
@@ -29,7 +30,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _capture_dir(config: pytest.Config) -> Path | None:
-    value = config.getoption("sglang_capture") or config.getini("sglang_capture")
+    value = setting(config, "sglang_capture")
     return Path(value).expanduser() if value else None
 
 

@@ -17,8 +17,9 @@ imported on first use, so the pytest plugin costs nothing in a run that does not
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 
 _EXPORTS = {
     "explain": "api",
@@ -33,16 +34,21 @@ _EXPORTS = {
     "Situation": "situation",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Explanation",
+    "Fact",
+    "Finding",
+    "KnowledgeBase",
+    "KnowledgeError",
+    "Rule",
+    "Situation",
+    "explain",
+    "explain_launch",
+    "load",
+]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # pragma: no cover

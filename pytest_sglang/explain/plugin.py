@@ -11,6 +11,7 @@ import pytest
 from ..checks import Check, Outcome, add_items
 from ..errors import SGLangError
 from ..secrets import scrub
+from ..settings import flag
 
 if TYPE_CHECKING:
     from .findings import Explanation, Finding
@@ -37,11 +38,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("sglang_explain", "add the explain section to the terminal report", type="bool", default=False)
     parser.addini("sglang_lint", "add the lint check per host", type="bool", default=False)
     parser.addini(ACCEPT_INI, "finding or rule ids --sglang-lint accepts (one per line)", type="linelist", default=[])
-
-
-def _enabled(config: pytest.Config, name: str) -> bool:
-    value = config.getoption(name)
-    return bool(value) if value is not None else bool(config.getini(name))
 
 
 def _session(config: pytest.Config) -> Any:
@@ -84,14 +80,14 @@ def _line(finding: Finding) -> str:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = _session(config)
-    if not _enabled(config, "sglang_lint") or state is None or not state.specs:
+    if not flag(config, "sglang_lint") or state is None or not state.specs:
         return
     add_items(session, items, LINT, state.specs)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = _session(config)
-    if not _enabled(config, "sglang_explain") or state is None or hasattr(config, "workerinput"):
+    if not flag(config, "sglang_explain") or state is None or hasattr(config, "workerinput"):
         return
     from . import render
     from .api import explain

@@ -13,17 +13,19 @@ Loaded on first use (the pytest plugin imports it only when a run compares hosts
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .core import Drift, FieldDiff, documents, drift, open_targets
 
-__all__ = ["Drift", "FieldDiff", "documents", "drift", "open_targets"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from . import core
-
-        return getattr(core, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_EXPORTS = {name: "core" for name in ("Drift", "FieldDiff", "documents", "drift", "open_targets")}
+__all__ = [
+    "Drift",
+    "FieldDiff",
+    "documents",
+    "drift",
+    "open_targets",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

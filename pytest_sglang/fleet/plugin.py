@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ..checks import Check, Outcome, add_items, session_state
+from ..settings import flag
 
 POLICY_INI = "sglang_fleet_policy"
 
@@ -24,11 +25,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("sglang_fleet", "add the fleet drift check (the hosts of the run must agree)", type="bool", default=False)
     parser.addini(POLICY_INI, "per-field fleet policy, one 'PATH = ignore | absolute N | relative N% | waive until YYYY-MM-DD: why' per line", type="linelist", default=[])
-
-
-def _enabled(config: pytest.Config) -> bool:
-    value = config.getoption("sglang_fleet")
-    return bool(value) if value is not None else bool(config.getini("sglang_fleet"))
 
 
 def _policy(config: pytest.Config) -> Any:
@@ -85,7 +81,7 @@ FLEET = Check(name="sglang-fleet", heading="the hosts of this run do not agree (
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = session_state(config)
-    if not _enabled(config) or state is None or not state.specs:
+    if not flag(config, "sglang_fleet") or state is None or not state.specs:
         return
     from ..errors import SpecError
 

@@ -14,6 +14,8 @@ from typing import Any, Generator
 
 import pytest
 
+from ..settings import setting
+
 PROPERTY_NAMES = ("sglang_host", "sglang_version", "sglang_gpu", "sglang_model")
 
 
@@ -38,7 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _path(config: pytest.Config, name: str, option: str) -> Path | None:
-    value = config.getoption(name) or config.getini(name)
+    value = setting(config, name)
     if not value:
         return None
     path = Path(os.path.expanduser(str(value)))

@@ -1,0 +1,69 @@
+"""One way to read a pytest-sglang setting, for the core plugin and every capability's own.
+
+A setting is read from its command-line option, then its environment variable (where it has
+one), then its ini key; the first that is given wins. Numbers are checked here, once: a value
+that is not a finite number in range is a one-line usage error that names where it came from
+(``--sglang-timeout``, ``SGLANG_...`` or ``ini sglang_timeout``) and what to give instead.
+Every option with an ini twin defaults to None, so "not given" is never mistaken for a value.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import pytest
+
+
+def _given(config: pytest.Config, name: str, env: str | None = None) -> tuple[Any, str]:
+    """The value and where it came from; (None, option) when the setting is not given."""
+    option = "--" + name.replace("_", "-")
+    value = config.getoption(name)
+    if value is not None:
+        return value, option
+    if env and os.environ.get(env):
+        return os.environ[env], env
+    text = config.getini(name)
+    if isinstance(text, str):
+        text = text.strip()
+    return (text or None), (f"ini {name}" if text else option)
+
+
+def setting(config: pytest.Config, name: str, env: str | None = None) -> Any:
+    """The setting's value (option, then environment, then ini), or None when none is given."""
+    return _given(config, name, env)[0]
+
+
+def flag(config: pytest.Config, name: str) -> bool:
+    """A switch such as ``--sglang-lint`` or ini ``sglang_lint = true``."""
+    return bool(setting(config, name))
+
+
+def number(
+    config: pytest.Config,
+    name: str,
+    *,
+    default: float | None = None,
+    unit: str = "seconds",
+    zero: bool = False,
+    whole: bool = False,
+    env: str | None = None,
+) -> Any:
+    """A finite number above 0 (or 0 too, with ``zero``), a whole one with ``whole``; the
+    default when the setting is not given."""
+    value, source = _given(config, name, env)
+    if value is None:
+        return default
+    kind = "a whole number" if whole else "a number"
+    what = f"{kind} of {unit}" if unit else kind
+    try:
+        parsed = float(value)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{source} must be {what}, not {str(value)!r}") from None
+    if not math.isfinite(parsed) or (whole and not parsed.is_integer()):
+        raise pytest.UsageError(f"{source} must be {what}, not {str(value)!r}")
+    if parsed < 0 or (parsed == 0 and not zero):
+        bound = "0 or more" if zero else "more than 0"
+        raise pytest.UsageError(f"{source} must be {bound}{' ' + unit if unit else ''}, not {str(value)!r}")
+    return int(parsed) if whole else parsed
