@@ -193,6 +193,12 @@ RAW_REQUESTS = [
     b"POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n",
     b"GET /v1/models HTTP/1.0\r\n\r\n",
     b"POST /generate HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 13\r\n\r\n{\"text\": \"x\"}",
+    # What neither server can route or parse: the same plain-text answers, no HTML page.
+    b"BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GARBAGE\r\n\r\n",
+    b"GET /health HTTP/2.0\r\nHost: x\r\n\r\n",
+    b"GET /health HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 70_000 + b"\r\n\r\n",
+    b"GET /health HTTP/1.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(120)) + b"\r\n",
 ]
 
 

@@ -32,6 +32,7 @@ T = TypeVar("T")
 _METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH"})
 _MAX_HEADERS = 100
 _LINE_LIMIT = 65536
+INVALID_REQUEST = b"Invalid HTTP request received."  # uvicorn's answer to a request it cannot parse
 # Above this many unsent bytes a stream waits for its client (asyncio's default high-water mark).
 _WRITE_BUFFER_LIMIT = 64 * 1024
 
@@ -158,7 +159,7 @@ class AsyncHTTPServer:
             while await self._one_request(reader, writer):
                 pass
         except _BadRequest:
-            self._write_head(writer, 400, "text/plain; charset=utf-8", b"Invalid HTTP request received.")
+            self._write_head(writer, 400, "text/plain; charset=utf-8", INVALID_REQUEST)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # clients hanging up mid-request or mid-stream is normal under load
         except asyncio.CancelledError:

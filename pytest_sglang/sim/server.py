@@ -33,7 +33,7 @@ from typing import Any, Literal, NamedTuple, Union
 from urllib.parse import urlsplit
 
 from ..errors import SGLangError, SpecError
-from .aio import AsyncHTTPServer, new_event_loop
+from .aio import INVALID_REQUEST, AsyncHTTPServer, new_event_loop
 from .engine import (
     TTFT_BUCKETS,
     Engine,
@@ -652,6 +652,23 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch()
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_GET
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What the asyncio server answers, in plain text rather than http.server's HTML page:
+        a method it has no route for is 501; a request it cannot parse (a bad request line or
+        version, a line over 64 KiB, more than 100 headers) gets uvicorn's own 400 and the
+        connection is closed."""
+        if code == 501 and self.command:
+            status, body = 501, f"Unsupported method ({self.command!r})".encode()
+        else:
+            status, body = 400, INVALID_REQUEST
+            self.close_connection = True
+        self.request_version = self.protocol_version  # a garbled request line left it at HTTP/0.9: no head
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def _dispatch(self) -> None:
         if "Transfer-Encoding" in self.headers:
