@@ -23,6 +23,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+REAL_TIER = "tests/real_sglang/"
+
+
+def pytest_xdist_make_scheduler(config, log):  # type: ignore[no-untyped-def]
+    """Under ``-n N --dist loadgroup`` the whole real-SGLang tier runs in one worker (one
+    CPU-heavy server at a time, each module's server started once) while the other workers take
+    the fast tiers; every other test is its own unit of work.
+
+    The group is read from the test's path here, on the controller, rather than from an
+    ``xdist_group`` mark: pytest-xdist 3.8 tells the controller a test's group by appending
+    ``@group`` to its node id, which pytest 9.2 no longer lets a plugin change, so marks
+    silently stop grouping (pytest-dev/pytest-xdist#1386)."""
+    if config.getoption("dist", None) != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class RealTierInOneWorker(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "real-sglang" if nodeid.startswith(REAL_TIER) else super()._split_scope(nodeid)
+
+    return RealTierInOneWorker(config, log)
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_terminal_summary(terminalreporter):  # type: ignore[no-untyped-def]
     """After pytest's own summary: one line counting the tests skipped for a missing system

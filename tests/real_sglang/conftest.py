@@ -25,13 +25,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     progress.detach()
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    here = Path(__file__).resolve().parent
+    # Under xdist the tier runs in one worker: see pytest_xdist_make_scheduler in tests/conftest.py.
     if config.getoption("--real-sglang"):
-        for item in items:
-            if here in Path(str(item.fspath)).resolve().parents:
-                item.add_marker(pytest.mark.xdist_group("real-sglang"))
         return
     skip = pytest.mark.skip(reason="real SGLang tier: run with --real-sglang (installs SGLang 0.5.23 for CPU once)")
     here = Path(__file__).resolve().parent
