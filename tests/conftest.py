@@ -26,6 +26,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 REAL_TIER = "tests/real_sglang/"
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: the tests also run without it
 def pytest_xdist_make_scheduler(config, log):  # type: ignore[no-untyped-def]
     """Under ``-n N --dist loadgroup`` the whole real-SGLang tier runs in one worker (one
     CPU-heavy server at a time, each module's server started once) while the other workers take
