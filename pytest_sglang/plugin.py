@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any, Generator, Iterator
 import pytest
 
 from . import _reads
-from .settings import flag, number, setting
 from .errors import SGLangError, SpecError
 from .gpu import sm_from_capability
 from .markers import MARKERS, unmet
 from .secrets import scrub, scrub_object
+from .settings import flag, number, setting
 from .spec import HostSpec, parse_specs
 
 if TYPE_CHECKING:  # the models and the HTTP stack load only when a test needs a target
@@ -102,10 +102,9 @@ class SGLangPlugin:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        raw_hosts = config.getoption("sglang_hosts")
-        if raw_hosts is None:
-            env = os.environ.get("SGLANG_HOST", "")
-            raw_hosts = env.split() if env else list(config.getini("sglang_hosts"))
+        raw_hosts = setting(config, "sglang_hosts", "SGLANG_HOST") or []
+        if isinstance(raw_hosts, str):  # SGLANG_HOST: space-separated
+            raw_hosts = raw_hosts.split()
         try:
             specs = parse_specs(raw_hosts)
         except SpecError as exc:

@@ -18,6 +18,8 @@ PACKAGES = ["pytest_sglang", "pytest_sglang.explain", "pytest_sglang.fleet", "py
 def test_every_exported_name_resolves_and_is_listed(package: str) -> None:
     module = importlib.import_module(package)
     assert len(set(module.__all__)) == len(module.__all__)
+    # Every name the package imports on first use is one it exports (the two lists agree).
+    assert set(getattr(module, "_EXPORTS", {})) <= set(module.__all__)
     for name in module.__all__:
         assert getattr(module, name) is not None, name
         assert name in dir(module), name

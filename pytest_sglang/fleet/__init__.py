@@ -20,7 +20,6 @@ from .._lazy import lazy_exports
 if TYPE_CHECKING:
     from .core import Drift, FieldDiff, documents, drift, open_targets
 
-_EXPORTS = {name: "core" for name in ("Drift", "FieldDiff", "documents", "drift", "open_targets")}
 __all__ = [
     "Drift",
     "FieldDiff",
@@ -28,4 +27,5 @@ __all__ = [
     "drift",
     "open_targets",
 ]
+_EXPORTS = dict.fromkeys(__all__, "core")
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

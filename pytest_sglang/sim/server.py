@@ -33,7 +33,7 @@ from typing import Any, Literal, NamedTuple, Union
 from urllib.parse import urlsplit
 
 from ..errors import SGLangError, SpecError
-from .aio import INVALID_REQUEST, AsyncHTTPServer, new_event_loop
+from .aio import INVALID_REQUEST, AsyncHTTPServer, new_event_loop, unsupported_method
 from .engine import (
     TTFT_BUCKETS,
     Engine,
@@ -659,7 +659,7 @@ class _Handler(BaseHTTPRequestHandler):
         version, a line over 64 KiB, more than 100 headers) gets uvicorn's own 400 and the
         connection is closed."""
         if code == 501 and self.command:
-            status, body = 501, f"Unsupported method ({self.command!r})".encode()
+            status, body = 501, unsupported_method(self.command)
         else:
             status, body = 400, INVALID_REQUEST
             self.close_connection = True
