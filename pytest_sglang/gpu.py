@@ -41,6 +41,40 @@ def sm_from_name(name: str | None) -> int | None:
     return None
 
 
+# What nvidia-smi reports as memory.total (MiB) for a GPU name that has one memory size; SGLang's
+# tiers compare that figure (e.g. ``gpu_mem < 96 * 1024``), so the nominal "96 GB" would be wrong.
+# A name sold with several sizes (A100, V100, GH200, H20) implies none unless the name says it.
+_NAME_TO_MEMORY_MIB: list[tuple[str, int]] = [
+    (r"rtx pro 6000", 97887),
+    (r"\bb200\b", 183359),
+    (r"h200", 143771),
+    (r"h100 nvl", 95830),
+    (r"h100|h800", 81559),
+    (r"a100.*80\s?gb|a800.*80\s?gb", 81920),
+    (r"a100.*40\s?gb", 40960),
+    (r"rtx 6000 ada|rtx a6000", 49140),
+    (r"\ba40\b|\bl40s?\b|\bl20\b", 46068),
+    (r"rtx 5090", 32607),
+    (r"rtx 4090", 24564),
+    (r"\bl4\b", 23034),
+    (r"\ba10g?\b", 23028),
+    (r"\bt4\b", 15360),
+]
+_MEMORY_COMPILED = [(re.compile(p), mib) for p, mib in _NAME_TO_MEMORY_MIB]
+
+
+def memory_mib_from_name(name: str | None) -> int | None:
+    """``'H100'`` -> 81559 (MiB, as nvidia-smi reports it); a name with several memory sizes
+    (``'A100'``) or an unknown one -> None."""
+    if not name or sm_from_name(name) is None:
+        return None
+    key = " ".join(name.lower().replace("_", " ").replace("-", " ").split())
+    for pattern, mib in _MEMORY_COMPILED:
+        if pattern.search(key):
+            return mib
+    return None
+
+
 def sm_from_capability(text: str | float | int) -> int:
     """``'12.0'`` -> 120, ``'9.0'`` -> 90, ``120`` -> 120, ``'sm_120'`` -> 120."""
     raw = str(text).strip().lower()

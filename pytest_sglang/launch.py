@@ -24,7 +24,7 @@ from ._argv import ENV_ASSIGNMENT, option_like
 from ._shell import ShellSyntaxError, simple_commands
 from .errors import SpecError
 from .redact import REDACTED, is_secret_env, is_secret_flag, is_secret_key, redact_command, scrub, secret_values
-from .versions import parse_version
+from .versions import nearest_release, parse_version
 
 # SGLang's own flag tables, one per release, each the argparse parser of that release
 # (tests/real_sglang/flag_table_live.py writes them and the real tier checks them).
@@ -99,11 +99,7 @@ def _nearest_table(version: str | None) -> str:
     SGLang than the package knows gets the newest; an older one, the oldest)."""
     wanted = parse_version(version)
     known = list(table_versions())
-    if wanted is None:
-        return known[-1]
-    wanted = Version(wanted.base_version)
-    older = [v for v in known if Version(v) <= wanted]
-    return older[-1] if older else known[0]
+    return known[-1] if wanted is None else nearest_release(wanted, known)
 
 
 def _table_for(version: str | None, *, strict: bool) -> tuple[str, str | None]:
@@ -124,6 +120,8 @@ def _table_for(version: str | None, *, strict: bool) -> tuple[str, str | None]:
             raise SpecError(f"sglang_version {_shown(version)} is not a version: give an SGLang release such as {known[-1]!r} ({tables})")
         return chosen, f"SGLang version {_shown(version)} is not a version: read with {chosen}'s flag table"
     base = Version(wanted.base_version)
+    if wanted.is_devrelease:
+        return chosen, f"SGLang {_text(version)} is a development build: read with the flag table of {chosen}, the newest release before it"
     if base < Version(known[0]):
         if strict:
             raise SpecError(f"no flag table for SGLang {_text(version)}: {tables}")

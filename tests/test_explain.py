@@ -119,13 +119,6 @@ def test_a_newer_sglang_uses_the_newest_rules_and_says_so():
     assert any("newer than the knowledge base" in note for note in explanation.notes)
 
 
-def test_an_unknown_version_applies_only_rules_that_hold_in_every_release():
-    explanation = explain_launch(candidate_launch(), gpu="RTX PRO 6000", model=QWEN35)
-    assert explanation.rules_version is None
-    assert any("version is unknown" in note for note in explanation.notes)
-    assert not explanation.by_rule("pcg.multimodal")
-
-
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -18,6 +18,7 @@ Both return an :class:`Explanation` (findings as typed objects; ``.to_json()``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import _reads
@@ -25,6 +26,7 @@ from ..errors import SpecError
 from ..launch import parse_launch_command
 from ..versions import parse_version
 from .engine import explain_situation
+from .releases import explain_unknown_release, parse_per_release
 from .findings import Explanation, Finding
 from .kb import KnowledgeBase, KnowledgeError, Rule, load
 from .situation import Fact, Situation, from_target, gpu_facts, model_facts, read_model
@@ -87,5 +89,7 @@ def explain_launch(
     archs, signals, where = read_model(model)
     situation.model = model_facts(knowledge, archs, where, signals)
     situation.notes = [p for p in launch.problems if "file was not read" in p or "newer" in p or "nearest" in p]
+    if sglang_version is None:  # judged across the releases whose flag tables accept it
+        return explain_unknown_release(parse_per_release(command, config_loader), lambda one, release: replace(situation, launch=one, version=release, version_source="a release that accepts the command"))
     return explain_situation(situation)
 

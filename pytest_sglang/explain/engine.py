@@ -9,7 +9,8 @@ from packaging.version import Version
 
 from .._text import short_repr
 from ..launch import flag_table
-from .expr import Unknown, is_unknown
+from ..versions import nearest_release
+from .expr import NOT_COMPUTABLE, Unknown, is_unknown
 from .findings import Explanation, Finding, Status
 from .kb import SEVERITIES, KnowledgeBase, Rule
 from .situation import _MISSING, Situation
@@ -27,6 +28,11 @@ def rules_release(kb: KnowledgeBase, situation: Situation) -> tuple[Version | No
             + _help(kb, "version")
         ]
     release = Version(version.base_version)
+    if version.is_devrelease:
+        # A development build is newer than the newest release before its number: 0.5.12.dev5
+        # follows 0.5.11; 0.0.0.dev1 (built without release tags) follows every known release.
+        chosen = Version(nearest_release(version, [str(r) for r in kb.releases]))
+        return chosen, [f"SGLang {version} is a development build, newer than {chosen}: the rules of {chosen} are used, and SGLang may have changed since"]
     if release > kb.newest:
         return kb.newest, [f"SGLang {version} is newer than the knowledge base ({kb.newest}): the newest rules are used, and SGLang may have changed since"]
     if release < kb.oldest:
@@ -56,7 +62,7 @@ def explain_situation(situation: Situation) -> Explanation:
         outcome = rule.condition.evaluate(situation)
         situation.fired[rule.id] = outcome
         if is_unknown(outcome):
-            for need in sorted(outcome.needs):
+            for need in sorted(outcome.needs - {NOT_COMPUTABLE}):
                 undecided.setdefault(_fact_key(need), []).append(rule)
             continue
         if not outcome:
@@ -80,9 +86,22 @@ def explain_situation(situation: Situation) -> Explanation:
 
 def _fact_key(need: str) -> str:
     root = need.split(".", 1)[0]
-    if need in ("gpu.sm", "gpu.count", "gpu.memory_mib", "gpu.name"):
+    if need in ("gpu.sm", "gpu.count", "gpu.memory_mib", "gpu.name", "model.arch", "model.config"):
         return need
     return {"arg": "requested", "requested": "requested", "model": "model.arch", "effective": "server", "runtime": "runtime"}.get(root, need)
+
+
+def _known(situation: Situation, fact: str) -> bool:
+    """Whether a fact (as :func:`_fact_key` names it) was given or read."""
+    if fact == "requested":
+        return situation.launch is not None
+    if fact.startswith("gpu."):
+        return fact.removeprefix("gpu.") in situation.gpu
+    if fact == "model.arch":
+        return "arch" in situation.model
+    if fact == "server":
+        return situation.reported is not None
+    return False
 
 
 def _help(kb: KnowledgeBase, fact: str) -> str:
@@ -127,7 +146,8 @@ def _finding(rule: Rule, situation: Situation, release: Version | None) -> Findi
     flag = rule.requested_flag
     requested, requested_source = _requested(situation, flag)
     given = situation.launch is not None and flag in situation.launch.requested
-    needs = sorted(predicted.needs) if isinstance(predicted, Unknown) else []
+    # What would decide the value: the facts it read that nobody gave (never one that was given).
+    needs = sorted(n for n in predicted.needs if n != NOT_COMPUTABLE and not _known(situation, _fact_key(n))) if isinstance(predicted, Unknown) else []
     status: Status = "predicted"
     severity = rule.severity
     lint = False
@@ -157,6 +177,11 @@ def _finding(rule: Rule, situation: Situation, release: Version | None) -> Findi
     log_line, log_note = _logs(rule, situation, given)
     summary = _summary(rule, status, requested, requested_source, observed, predicted, _readable(rule, situation))
     title = rule.title
+    gpu = _gpu_words(situation) if "gpu.sm" in situation.kb.reads_all.get(rule.id, ()) else None
+    if gpu is not None:  # a GPU gate says which GPU, and where the feature does run
+        title = title.replace("this GPU", gpu)
+        if rule.kind == "noop":
+            summary = summary.replace("no effect here", f"no effect on {gpu}") + (f"; it runs on {rule.runs_on} only" if rule.runs_on else "")
     cause = rule.explanation.strip()
     knobs = list(rule.knobs)
     if status == "contradicted":
@@ -194,6 +219,15 @@ def _finding(rule: Rule, situation: Situation, release: Version | None) -> Findi
     )
 
 
+def _gpu_words(situation: Situation) -> str | None:
+    """``SM120 (RTX PRO 6000)``: the compute capability, and the GPU's name when given."""
+    sm = situation.gpu.get("sm")
+    if sm is None or sm.value is None:
+        return None
+    name = situation.gpu.get("name")
+    return f"SM{sm.value}" + (f" ({name.value})" if name is not None and name.value else "")
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return bool(a) is bool(b) if a is not None and b is not None else a is b
@@ -217,17 +251,30 @@ def _where(text: str, situation: Situation) -> str:
     return f"{text} ({source})" if source and source != "given" else text
 
 
+_SIMPLE = re.compile(r"[\w.']+(\s*(//|\*|/|\+|-)\s*[\w.']+)*")
+_WORDS = {"gpu.memory_mib": "the GPU memory", "gpu.count": "the number of GPUs", "gpu.sm": "the GPU architecture", "runtime.mamba_cache_size": "the mamba state cache"}
+
+
 def _readable(rule: Rule, situation: Situation) -> str:
-    """A value expression as a user reads it: derived values that are known put in."""
+    """A value expression as a user reads it: a short formula with the known derived values put
+    in (``max_mamba_cache_size // 5``), or, for anything longer, the facts it is computed from
+    in words; never the rule language itself."""
     text = rule.value or ""
     for name in sorted(rule.reads, key=len, reverse=True):
         if name.startswith("derived."):
             value = situation.lookup(name)
             if not is_unknown(value):
-                text = text.replace(name, repr(value))
+                text = text.replace(name, short_repr(value))
     for prefix, shown in (("runtime.mamba_cache_size", "max_mamba_cache_size"), ("runtime.", ""), ("effective.", ""), ("arg.", ""), ("requested.", "")):
         text = text.replace(prefix, shown)
-    return text
+    if _SIMPLE.fullmatch(text.strip()) and "derived." not in text:
+        return text.strip()
+    if rule.value_words:
+        return rule.value_words
+    value_names = rule.value_expression.names if rule.value_expression is not None else frozenset()
+    names = sorted(n for n in value_names if not n.startswith(("list.", "fired:", "given:")))
+    words = list(dict.fromkeys(_WORDS.get(n, n.split(".", 1)[-1].replace("_", " ")) for n in names))
+    return "a formula of " + (", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words))
 
 
 def _summary(rule: Rule, status: str, requested: Any, requested_source: str | None, observed: Any, predicted: Any, readable: str = "") -> str:

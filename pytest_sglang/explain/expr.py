@@ -114,6 +114,11 @@ _CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
 Evaluator = Callable[[Scope], Any]
 
 
+NOT_COMPUTABLE = "a value of the expected type"
+"""What an :class:`Unknown` needs when every fact it read was there but the expression cannot
+be computed from them (``None // 2``): no fact to ask for."""
+
+
 @dataclass(frozen=True)
 class Expression:
     """A compiled expression: its text, the facts it names, and how to evaluate it."""
@@ -129,7 +134,8 @@ class Expression:
         except (TypeError, ValueError, ZeroDivisionError, KeyError):
             # A fact of an unexpected type (a server that reports tp_size='four'): the
             # expression cannot be decided from it, which is what unknown means.
-            return Unknown(frozenset(sorted(self.names)[:1] or ["a value of the expected type"]))
+            # No fact is missing, so none is named: giving one would not decide it.
+            return Unknown(frozenset({NOT_COMPUTABLE}))
 
     def __repr__(self) -> str:
         return f"Expression({self.text!r})"

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from ..errors import SGLangError
 from ..versions import parse_version
+from ..launch import table_versions
 from .expr import Expression, ExpressionError, compile_expression
 
 if sys.version_info >= (3, 11):
@@ -107,6 +108,10 @@ class Rule(_Strict):
     severity: Severity
     when: str
     value: str | None = None
+    value_words: str | None = None
+    runs_on: str | None = None
+    """For a rule gated on the GPU: where the feature does run (``"SM90 and SM10x"``)."""
+    """How the value is computed, in words, where the expression is longer than a short formula."""
     explanation: str = Field(min_length=20)
     knobs: list[str] = Field(default_factory=list)
     log: str | None = None
@@ -228,6 +233,7 @@ class KnowledgeBase:
         self.by_id = {rule.id: rule for rule in rules}
         self.lock = lock
         self.newest = Version(newest)
+        self.releases = sorted(Version(v) for v in table_versions())  # oldest first
         self.oldest = min(rule.first for rule in rules) if rules else Version("0.5.5")
         self.derived: dict[str, Expression] = {}
         for name, text in knowledge.derived.items():
@@ -237,7 +243,13 @@ class KnowledgeBase:
                 raise KnowledgeError(f"knowledge.toml [derived] {name}: {exc}") from None
         self.lists = {name: frozenset(members) for name, members in knowledge.lists.items()}
         self.files = dict(files or {})
-        self.order = _evaluation_order(rules, self.files)
+        self.order = _evaluation_order(rules, self.files, self.derived)
+        through = _reads_through_derived(self.derived)
+        # Every fact each rule reads, through its derived values too.
+        self.reads_all: dict[str, frozenset[str]] = {
+            rule.id: rule.reads.union(*(through.get(n.removeprefix("derived."), (frozenset(), frozenset()))[0] for n in rule.reads if n.startswith("derived.")))
+            for rule in rules
+        }
 
     def line_of(self, source: SourceRef, release: str) -> int | None:
         """The line ``source.anchor`` is on in ``release`` (from the lock), if known."""
@@ -250,9 +262,11 @@ class KnowledgeBase:
         return f"<KnowledgeBase {len(self.rules)} rules, SGLang {self.oldest}-{self.newest}>"
 
 
-def _evaluation_order(rules: list[Rule], files: dict[str, str]) -> list[Rule]:
-    """Rules that set a value come before rules that read it as ``effective.*`` or ask
-    whether it ``fired()``; a cycle is a knowledge-base error."""
+def _evaluation_order(rules: list[Rule], files: dict[str, str], derived: dict[str, Expression] | None = None) -> list[Rule]:
+    """Rules that set a value come before the rules of the same releases that read it, as ``effective.*`` or through a
+    ``derived.*`` value (followed to its own names, derived values within derived values
+    included), or ask whether it ``fired()``; a cycle is a knowledge-base error."""
+    reads = _reads_through_derived(derived or {})
     setters: dict[str, list[str]] = {}
     for rule in rules:
         setters.setdefault(rule.setting, []).append(rule.id)
@@ -262,9 +276,16 @@ def _evaluation_order(rules: list[Rule], files: dict[str, str]) -> list[Rule]:
         wanted = set(rule.condition.rules)
         if rule.value_expression is not None:
             wanted |= rule.value_expression.rules
+        names, fired = set(rule.reads), set()
         for name in rule.reads:
+            if name.startswith("derived."):
+                more, more_fired = reads.get(name.removeprefix("derived."), (frozenset(), frozenset()))
+                names |= more
+                fired |= more_fired
+        wanted |= fired
+        for name in names:
             if name.startswith("effective."):
-                wanted |= {r for r in setters.get(name.removeprefix("effective."), []) if r != rule.id}
+                wanted |= {r for r in setters.get(name.removeprefix("effective."), []) if r != rule.id and _overlap(rule, by_id[r])}
         missing = [r for r in wanted if r not in by_id]
         if missing:
             raise KnowledgeError(f"{files.get(rule.id, 'a rule file')} rule {rule.id}: fired({missing[0]!r}) names no rule")
@@ -286,6 +307,38 @@ def _evaluation_order(rules: list[Rule], files: dict[str, str]) -> list[Rule]:
     for rule in rules:
         visit(rule.id, ())
     return ordered
+
+
+def _overlap(a: Rule, b: Rule) -> bool:
+    """Whether two rules hold in a common release (only those can feed each other)."""
+    return (b.last is None or a.first <= b.last) and (a.last is None or b.first <= a.last)
+
+
+def _reads_through_derived(derived: dict[str, Expression]) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """Every fact name and every ``fired()`` rule each derived value reads, through the derived
+    values it reads in turn; a derived value that reads itself (directly or not) is an error."""
+    done: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+
+    def walk(name: str, path: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+        if name in done:
+            return done[name]
+        if name in path:
+            raise KnowledgeError(f"[derived] values read each other in a cycle: {' -> '.join(f'derived.{n}' for n in (*path, name))}")
+        expression = derived.get(name)
+        if expression is None:
+            return frozenset(), frozenset()
+        names, fired = set(expression.names), set(expression.rules)
+        for read in expression.names:
+            if read.startswith("derived."):
+                more, more_fired = walk(read.removeprefix("derived."), (*path, name))
+                names |= more
+                fired |= more_fired
+        done[name] = (frozenset(names), frozenset(fired))
+        return done[name]
+
+    for name in derived:
+        walk(name, ())
+    return done
 
 
 def _data() -> Any:
@@ -381,8 +434,6 @@ def load_from(*, knowledge_text: str, rule_texts: dict[str, str], lock_text: str
         lock = json.loads(lock_text)
     except ValueError as exc:
         raise KnowledgeError(f"sources.lock.json: {exc}") from None
-    from ..launch import table_versions
-
     newest = max(table_versions(), key=Version)
     for rule in rules:
         for name in rule.reads:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from packaging.version import Version
 
 from ..errors import SpecError
-from ..gpu import sm_from_capability, sm_from_name
+from ..gpu import memory_mib_from_name, sm_from_capability, sm_from_name
 from ..launch import LaunchCommand, flag_table
 from ..versions import parse_version
 from .expr import Scope, Unknown, is_unknown
@@ -70,7 +70,10 @@ class Situation(Scope):
             return fact.value if fact is not None and fact.value is not None else Unknown(frozenset({name}))
         if root == "model":
             fact = self.model.get(rest)
-            return fact.value if fact is not None and fact.value is not None else Unknown(frozenset({"model.arch"}))
+            if fact is not None and fact.value is not None:
+                return fact.value
+            # The architecture and its families come with its name; the rest is in its config.json.
+            return Unknown(frozenset({"model.arch" if rest == "arch" or rest in self.kb.knowledge.families else "model.config"}))
         if root == "env":
             if self.launch is None:
                 return Unknown(frozenset({"requested"}))
@@ -279,7 +282,16 @@ def gpu_facts(*, gpu: str | None = None, sm: Any = None, count: Any = None, memo
         facts["count"] = Fact(n, "given GPU count")
     if memory is not None:
         facts["memory_mib"] = Fact(parse_memory_mib(memory), "given GPU memory")
+    elif gpu:
+        _memory_from_name(facts, str(gpu))
     return facts
+
+
+def _memory_from_name(facts: dict[str, Fact], name: str) -> None:
+    """A GPU name sold with one memory size implies it, as nvidia-smi reports it."""
+    mib = memory_mib_from_name(name)
+    if mib is not None:
+        facts["memory_mib"] = Fact(mib, f"what nvidia-smi reports for {name!r} (give the GPU memory if yours differs)")
 
 
 def parse_memory_mib(text: Any) -> int:
@@ -314,6 +326,8 @@ def from_target(kb: KnowledgeBase, target: Target) -> Situation:
     memories = [g.memory_mib for g in target.gpus if g.memory_mib]
     if memories:
         situation.gpu["memory_mib"] = Fact(min(memories), f"{target.facts.host.gpu_source if target.facts.host else 'host'} memory.total (smallest GPU)")
+    elif effective.gpu_name:
+        _memory_from_name(situation.gpu, effective.gpu_name)
     signals: dict[str, tuple[Any, str]] = {}
     if effective.is_multimodal is not None:
         signals["multimodal"] = (effective.is_multimodal, effective.source_of("is_multimodal"))
