@@ -136,7 +136,7 @@ def test_a_gpu_name_sold_with_several_memory_sizes_implies_none():
 def test_a_launch_command_given_is_never_asked_for(flags, release):
     explanation = explain_launch(f"python -m sglang.launch_server --model-path m --tp 4 {' '.join(flags)}", gpu="H100", gpus=4, model=QWEN35, sglang_version=release)
     for finding in explanation.findings:
-        assert not any(n.startswith(("requested", "arg.", "gpu.", "model.")) for n in finding.needs), finding
+        assert not any(n.startswith(("requested", "arg.", "gpu.")) or n == "model.arch" for n in finding.needs), finding
         assert not any("launch command" in how or "--gpu" in how for how in finding.how_to_provide), finding
 
 
@@ -206,3 +206,24 @@ def test_the_seed_models_mamba_cap_divides_by_the_slots_of_the_strategy_sglang_c
     assert strategy.predicted == "extra_buffer"
     (cap,) = [f for f in explanation.about("max_running_requests") if "mamba" in f.rule]
     assert "// 5" in cap.summary and "// 3" not in cap.summary
+
+
+def test_on_a_target_a_rule_judges_the_value_before_it_not_the_one_it_made():
+    # A server with DP attention reports chunked_prefill_size already divided (8192 // 2). The
+    # rule divides the value before it: reading the reported 4096 would predict 2048 and call
+    # the server inconsistent.
+    from pytest_sglang.explain.engine import explain_situation
+    from pytest_sglang.explain.kb import load
+    from pytest_sglang.explain.situation import Situation, gpu_facts, model_facts
+    from pytest_sglang.versions import parse_version
+
+    kb = load()
+    launch = parse_launch_command("python -m sglang.launch_server --model-path m --tp 2 --dp 2 --enable-dp-attention", sglang_version="0.5.12")
+    reported = {**{k: v for k, v in launch.requested.items()}, "chunked_prefill_size": 4096, "schedule_conservativeness": 0.3}
+    situation = Situation(kb=kb, target="t", mode="target", version=parse_version("0.5.12"), launch=launch, reported=reported)
+    situation.gpu = gpu_facts(gpu="H100", count=2)
+    situation.model = model_facts(kb, ["LlamaForCausalLM"], "given")
+    explanation = explain_situation(situation)
+    (chunked,) = explanation.by_rule("capacity.dp-attention-chunked")
+    assert (chunked.status, chunked.predicted, chunked.effective) == ("confirmed", 4096, 4096)
+    assert not [f for f in explanation.findings if f.status == "contradicted"]

@@ -14,12 +14,15 @@ A case is a launch command with the facts a user would give ``pytest-sglang expl
     predicted = true              # optional: the value the finding predicts
     severity = "info"             # optional
     needs = "gpu.sm"              # for undecided: the missing fact
+    runtime = { mamba_cache_size = 132 }   # optional: values SGLang decides at start-up, as
+                                           # a running server reports them (runtime.*)
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -32,7 +35,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 CASES_DIR = Path(__file__).parent / "data" / "explain-cases"
-_KEYS = {"rule", "expect", "why", "command", "sglang_version", "sm", "gpu", "gpus", "gpu_memory", "model", "predicted", "severity", "needs", "lint"}
+_KEYS = {"rule", "expect", "why", "command", "sglang_version", "sm", "gpu", "gpus", "gpu_memory", "model", "predicted", "severity", "needs", "lint", "runtime"}
 
 
 def _cases() -> list[tuple[str, dict[str, Any]]]:
@@ -47,15 +50,32 @@ CASES = _cases()
 
 
 def _explain(case: dict[str, Any]):
-    return explain_launch(
-        case["command"],
-        sglang_version=case.get("sglang_version"),
-        sm=case.get("sm"),
-        gpu=case.get("gpu"),
-        gpus=case.get("gpus"),
-        gpu_memory=case.get("gpu_memory"),
-        model=case.get("model"),
-    )
+    def run():
+        return explain_launch(
+            case["command"],
+            sglang_version=case.get("sglang_version"),
+            sm=case.get("sm"),
+            gpu=case.get("gpu"),
+            gpus=case.get("gpus"),
+            gpu_memory=case.get("gpu_memory"),
+            model=case.get("model"),
+        )
+
+    if "runtime" not in case:
+        return run()
+    # The start-up values (the mamba pool size...) a launch command cannot know: given to the
+    # situation the launch command is judged in, as a running server would report them.
+    from pytest_sglang.explain import api
+
+    judge = api.explain_situation
+
+    def with_runtime(situation):
+        situation.runtime = SimpleNamespace(**case["runtime"])
+        return judge(situation)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api, "explain_situation", with_runtime)
+        return run()
 
 
 def test_the_case_files_exist_and_are_well_formed():

@@ -46,6 +46,7 @@ def explain_situation(situation: Situation) -> Explanation:
     notes = [*situation.notes, *notes]
     findings: list[Finding] = []
     undecided: dict[str, list[Rule]] = {}
+    fired: list[tuple[Rule, Any]] = []  # the rules that hold, in order, with the value each gives
     evaluated = 0
     for rule in kb.order:
         if release is None:
@@ -59,7 +60,11 @@ def explain_situation(situation: Situation) -> Explanation:
         if rule.kind in ("deprecated", "unknown-flag"):
             findings += _flag_findings(rule, situation, release)
             continue
-        outcome = rule.condition.evaluate(situation)
+        situation.before = rule.setting
+        try:
+            outcome = rule.condition.evaluate(situation)
+        finally:
+            situation.before = None
         situation.fired[rule.id] = outcome
         if is_unknown(outcome):
             for need in sorted(outcome.needs - {NOT_COMPUTABLE}):
@@ -67,7 +72,12 @@ def explain_situation(situation: Situation) -> Explanation:
             continue
         if not outcome:
             continue
-        finding = _finding(rule, situation, release)
+        fired.append((rule, _predict(rule, situation)))
+    # A value a later rule changes again is a step, not what the server ends with: only the last
+    # rule that sets a field is compared with the value the target reports.
+    last = {rule.setting: rule.id for rule, _ in fired}
+    for rule, predicted in fired:
+        finding = _finding(rule, situation, release, predicted, final=last[rule.setting] == rule.id)
         if finding is not None:
             findings.append(finding)
     findings += [_gap(kb, fact, rules) for fact, rules in sorted(undecided.items())]
@@ -137,12 +147,22 @@ def _show(value: Any) -> str:
     return short_repr(value, 60)
 
 
-def _finding(rule: Rule, situation: Situation, release: Version | None) -> Finding | None:
-    predicted = rule.value_expression.evaluate(situation) if rule.value_expression is not None else None
+def _predict(rule: Rule, situation: Situation) -> Any:
+    """The value a rule that holds gives, from the value before it; it becomes the value the
+    rules after it read."""
+    situation.before = rule.setting
+    try:
+        predicted = rule.value_expression.evaluate(situation) if rule.value_expression is not None else None
+    finally:
+        situation.before = None
+    if rule.kind in ("override", "cap") and not rule.setting.startswith("runtime."):
+        situation.predicted[rule.setting] = predicted
+    return predicted
+
+
+def _finding(rule: Rule, situation: Situation, release: Version | None, predicted: Any, *, final: bool = True) -> Finding | None:
     setting = rule.setting
-    if situation.mode != "target" and rule.kind in ("override", "cap") and not setting.startswith("runtime."):
-        situation.predicted[setting] = predicted
-    observed, observed_source = situation.observed(setting)
+    observed, observed_source = situation.observed(setting) if final else (_MISSING, None)
     flag = rule.requested_flag
     requested, requested_source = _requested(situation, flag)
     given = situation.launch is not None and flag in situation.launch.requested

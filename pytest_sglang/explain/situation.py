@@ -55,6 +55,9 @@ class Situation(Scope):
     fired: dict[str, Any] = field(default_factory=dict)
     predicted: dict[str, Any] = field(default_factory=dict)
     _derived: dict[str, Any] = field(default_factory=dict)
+    # The setting of the rule being judged: on a target, ``effective.<it>`` is its value before
+    # that rule (what earlier rules made of the argument), not the final value the server reports.
+    before: str | None = None
 
     # ---- the scope rules read ---------------------------------------------------------------
     def lookup(self, name: str) -> Any:
@@ -92,6 +95,8 @@ class Situation(Scope):
         if root == "list":
             return self.kb.lists[rest]
         if root == "derived":
+            if self.before is not None and self.mode == "target":  # may read the value before a rule: not shared
+                return self.kb.derived[rest].evaluate(self)
             if rest not in self._derived:
                 self._derived[rest] = self.kb.derived[rest].evaluate(self)
             return self._derived[rest]
@@ -124,6 +129,10 @@ class Situation(Scope):
         """A value after SGLang's start-up adjustments: what the target reports; for a launch
         command, what the rules evaluated so far predict, else the argument."""
         if self.mode == "target":
+            if name == self.before:
+                if name in self.predicted and not is_unknown(self.predicted[name]):
+                    return self.predicted[name]
+                return self.argument(name) if self.launch is not None else Unknown(frozenset({"requested"}))
             if self.reported is None:
                 return Unknown(frozenset({"server"}))
             value = _path(self.reported, name)
