@@ -48,14 +48,7 @@ def explain_situation(situation: Situation) -> Explanation:
     undecided: dict[str, list[Rule]] = {}
     fired: list[tuple[Rule, Any]] = []  # the rules that hold, in order, with the value each gives
     evaluated = 0
-    for rule in kb.order:
-        if release is None:
-            applies = rule.first <= kb.oldest and rule.last is None
-        else:
-            applies = rule.covers(release)
-        if not applies:
-            situation.fired[rule.id] = False
-            continue
+    for rule in kb.applicable(release):
         evaluated += 1
         if rule.kind in ("deprecated", "unknown-flag"):
             findings += _flag_findings(rule, situation, release)

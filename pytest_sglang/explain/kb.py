@@ -244,12 +244,25 @@ class KnowledgeBase:
         self.lists = {name: frozenset(members) for name, members in knowledge.lists.items()}
         self.files = dict(files or {})
         self.order = _evaluation_order(rules, self.files, self.derived)
+        self._applicable: dict[str | None, tuple[Rule, ...]] = {}
         through = _reads_through_derived(self.derived)
         # Every fact each rule reads, through its derived values too.
         self.reads_all: dict[str, frozenset[str]] = {
             rule.id: rule.reads.union(*(through.get(n.removeprefix("derived."), (frozenset(), frozenset()))[0] for n in rule.reads if n.startswith("derived.")))
             for rule in rules
         }
+
+    def applicable(self, release: Version | None) -> tuple[Rule, ...]:
+        """The rules that hold in a release, in evaluation order (``None``, an unknown release:
+        those that hold in every release); computed once per release."""
+        key = str(release) if release is not None else None
+        if key not in self._applicable:
+            if release is None:
+                rules = (r for r in self.order if r.first <= self.oldest and r.last is None)
+            else:
+                rules = (r for r in self.order if r.covers(release))
+            self._applicable[key] = tuple(rules)
+        return self._applicable[key]
 
     def line_of(self, source: SourceRef, release: str) -> int | None:
         """The line ``source.anchor`` is on in ``release`` (from the lock), if known."""

@@ -11,11 +11,12 @@ release accepts every flag, every release refuses the command, and that is the e
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
 from packaging.version import Version
 
-from ..launch import LaunchCommand, parse_launch_command, table_versions
+from ..launch import LaunchCommand, parse_launch_command, split_command, table_versions
 from .engine import explain_situation
 from .findings import Explanation, Finding
 from .situation import Situation
@@ -49,7 +50,17 @@ def parse_per_release(
                 seen[path] = config_loader(path)
             return seen[path]
 
-    return {v: parse_launch_command(command, sglang_version=v, config_loader=loader) for v in table_versions()}
+    known = table_versions()
+    if not isinstance(command, str):
+        return {v: parse_launch_command(command, sglang_version=v, config_loader=loader) for v in known}
+    # Pasted text is split once (as a shell reads it); each table reads the same words.
+    words, env, problems = split_command(command)
+    first = parse_launch_command(command, sglang_version=known[-1], config_loader=loader)
+    out = {known[-1]: first}
+    for v in known[:-1]:
+        one = parse_launch_command(words, sglang_version=v, config_loader=loader)
+        out[v] = replace(one, text=first.text, env=first.env, problems=[*problems, *one.problems])
+    return {v: out[v] for v in known}
 
 
 def explain_unknown_release(parsed: Mapping[str, LaunchCommand], situation_for: Callable[[LaunchCommand, Version], Situation]) -> Explanation:
