@@ -1,0 +1,94 @@
+"""How much of SGLang's post-init the knowledge base covers, counted from stored assignments.
+
+``tests/data/sglang-postinit-assignments.json`` holds every assignment to a ``ServerArgs`` field
+that each release's post-init makes (written by ``tests/real_sglang/postinit_coverage.py --store``,
+which walks the wheels; the real tier checks it is still what they say). Here it is mapped to the
+current rules: docs/explain-coverage.md must show that mapping, so a rule that covers something
+changes the published numbers and the page is regenerated with ``--docs``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "real_sglang"))
+
+import postinit_coverage as coverage  # noqa: E402
+
+from pytest_sglang.explain import kb as kb_module  # noqa: E402
+
+DATA = coverage.load_assignments()
+KNOWLEDGE = (Path(kb_module.__file__).parent / "data" / "knowledge.toml").read_text()
+
+
+def _rule(setting: str, since: str, until: str, kind: str = "override") -> str:
+    value = 'value = "1"\n' if kind in ("override", "cap") else ""
+    return f"""
+[[rule]]
+id = "test.{kind}-{since.replace('.', '')}"
+title = "a rule made up for this test"
+since = "{since}"
+until = "{until}"
+setting = "{setting}"
+kind = "{kind}"
+severity = "info"
+when = "True"
+{value}explanation = "A rule that exists only to show where coverage counts it."
+
+[[rule.sources]]
+release = "{since}"
+file = "sglang/srt/server_args.py"
+lines = [1, 2]
+anchor = "made up for the test"
+"""
+
+
+def test_the_coverage_page_shows_the_stored_assignments_against_the_current_rules():
+    page = coverage.DOCS.read_text()
+    expected = coverage.render(coverage.measure(DATA))
+    assert coverage.generated_block(page) == expected, "run: python tests/real_sglang/postinit_coverage.py --docs"
+    assert "(explain-coverage.md)" in (coverage.ROOT / "docs" / "index.md").read_text()
+
+
+def test_the_stored_assignments_cover_every_release_with_consistent_counts():
+    assert list(DATA) == sorted(DATA, key=lambda v: tuple(int(x) for x in v.split(".")))
+    assert list(DATA)[0] == "0.5.5" and list(DATA)[-1] == "0.5.23"
+    for row in coverage.measure(DATA).rows:
+        assert row.assignments == row.covered + row.out_of_scope + row.uncovered > 100, row
+    for items in DATA.values():
+        reasons = {a["reason"] for a in items if "reason" in a}
+        assert reasons <= set(coverage.REASONS), reasons - set(coverage.REASONS)
+
+
+def test_a_rule_covers_an_assignment_only_in_its_own_releases_and_only_when_it_states_a_value():
+    # A real stored assignment that the releases before and after both make.
+    field = "chunked_prefill_size"
+    releases = ["0.5.12", "0.5.13", "0.5.14"]
+    data = {v: [a for a in DATA[v] if a["field"] == field] for v in releases}
+    assert all(data.values()), "the stored data has lost the chunked_prefill_size assignments"
+    kb = kb_module.load_from(knowledge_text=KNOWLEDGE, rule_texts={"test.toml": _rule(field, "0.5.13", "0.5.13")})
+    table = coverage.measure(data, kb)
+    covered = {row.release: row.covered for row in table.rows}
+    assert covered == {"0.5.12": 0, "0.5.13": len(data["0.5.13"]), "0.5.14": 0}
+    assert all(a["rules"] == ["test.override-0513"] for a in table.items["0.5.13"])
+    assert table.uncovered("0.5.12") == [a for a in table.items["0.5.12"] if "reason" not in a]
+    # A start-up error about the same field explains no value SGLang sets.
+    errors = kb_module.load_from(knowledge_text=KNOWLEDGE, rule_texts={"test.toml": _rule(field, "0.5.12", "0.5.14", kind="error")})
+    assert [row.covered for row in coverage.measure(data, errors).rows] == [0, 0, 0]
+
+
+@pytest.mark.parametrize(
+    "setting, field",
+    [("chunked_prefill_size", "chunked_prefill_size"), ("runtime.max_running_requests", "max_running_requests"),
+     ("cuda_graph_config.prefill.backend", "cuda_graph_config")],
+)
+def test_a_rule_setting_names_the_field_it_covers(setting, field):
+    assert coverage.rule_field(setting) == field
+
+
+def test_the_stored_file_round_trips():
+    text = coverage.dump(DATA)
+    assert text == coverage.DATA.read_text()
