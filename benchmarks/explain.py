@@ -1,5 +1,6 @@
-"""How long explaining takes (goals: loading the knowledge base < 100 ms; explaining a target
-or a launch command < 50 ms once it is loaded).
+"""How long explaining takes (goals: loading the knowledge base < 100 ms; explaining a target,
+a launch command or a start-up line < 50 ms once it is loaded; the cause line of a failing
+test's value < 1 ms once its target was explained).
 
     python benchmarks/explain.py
 
@@ -7,7 +8,11 @@ Loading is measured in a fresh interpreter (the first load of a process: reading
 and compiling every rule file, after the package is imported; the import, mostly pydantic, is
 shown on its own line) and warm (the same again, caches cleared). Explaining a target is measured on the bundled
 candidate deployment after its facts were collected (collection is measured elsewhere:
-benchmarks/host_facts.py); each round recomputes the findings.
+benchmarks/host_facts.py); each round recomputes the findings. A target without a launch
+command (and a start-up line) is explained by one evaluation per value a rule sets, plus one.
+The cause lines of a failing test are measured as the failure section gets them: the target's
+explanation is cached on the target (the first failure of a host pays for explaining it,
+knowledge base loaded; every later one only looks up).
 """
 
 from __future__ import annotations
@@ -18,12 +23,19 @@ import sys
 import time
 
 from pytest_sglang import connect
+import json
+import tempfile
+from pathlib import Path
+
 from pytest_sglang.explain import engine, kb
-from pytest_sglang.explain.api import explain_launch
+from pytest_sglang.explain.api import explain, explain_launch
+from pytest_sglang.explain.cause import causes
 from pytest_sglang.explain.situation import from_target
+from pytest_sglang.explain.startup import explain_reported, explain_startup_line
+from pytest_sglang.sim.host import simulated_host
 from pytest_sglang.sim.profile import load_profile
 
-GOALS = {"load": 100.0, "explain": 50.0}
+GOALS = {"load": 100.0, "explain": 50.0, "cause": 1.0}
 
 
 def timed(func, rounds: int) -> list[float]:
@@ -58,6 +70,22 @@ def fresh_interpreter(rounds: int = 5) -> tuple[list[float], list[float]]:
     return imports, loads
 
 
+def first_cause_in_a_process(rounds: int = 3) -> list[float]:
+    """The first cause line of a pytest process, each in a new interpreter, after the target
+    was collected: importing explain, loading the knowledge base, explaining the target."""
+    code = (
+        "import time\n"
+        "from pytest_sglang import connect\n"
+        "with connect('sim://qwen35-122b-a10b-4xrtx6000-candidate') as t:\n"
+        "    t.snapshot\n"
+        "    s = time.perf_counter()\n"
+        "    from pytest_sglang.explain.cause import causes\n"
+        "    causes(t, 'effective', 'max_running_requests', 26)\n"
+        "    print((time.perf_counter() - s) * 1000)\n"
+    )
+    return [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1]) for _ in range(rounds)]
+
+
 def main() -> int:
     ok = True
     base = kb.load()
@@ -86,6 +114,35 @@ def main() -> int:
             timed(lambda: engine.explain_situation(from_target(knowledge, target)), 200),
             GOALS["explain"],
         )
+
+        def first_cause() -> None:  # a fresh explanation each round: the first failure on a host
+            target.__dict__.pop("_explanations", None)
+            causes(target, "effective", "max_running_requests", 26)
+
+        ok &= show("cause line, first failure on a host (explains the target)", timed(first_cause, 100), GOALS["explain"])
+        ok &= show("cause line, every later failure (explanation cached)", timed(lambda: causes(target, "effective", "max_running_requests", 26), 1000), GOALS["cause"])
+        first = first_cause_in_a_process()
+        print(f"{'first cause line of a process (import, load, explain)':<58} median {statistics.median(first):7.2f} ms   (not a goal: paid once per process, only when a test fails)")
+        explain(target)
+
+    profile = json.loads((Path(load_profile.__code__.co_filename).parent / "profiles" / "qwen35-122b-a10b-4xrtx6000-candidate.json").read_text())
+    profile.pop("launch_command")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "candidate-without-launch-command.json"
+        path.write_text(json.dumps(profile))
+        with connect(f"sim://{path}") as target:
+            target.snapshot
+            ok &= show(
+                "explain(target) without a launch command (reported values)",
+                timed(lambda: explain_reported(from_target(knowledge, target)), 100),
+                GOALS["explain"],
+            )
+    log = "\n".join(simulated_host(load_profile("qwen35-122b-a10b-4xrtx6000-candidate")).log_lines)
+    ok &= show(
+        "explain_startup_line: the seed candidate's start-up log",
+        timed(lambda: explain_startup_line(log, gpu="RTX PRO 6000", gpus=4, model="Qwen3_5MoeForConditionalGeneration", sglang_version="0.5.12", kb=knowledge), 100),
+        GOALS["explain"],
+    )
     return 0 if ok else 1
 
 

@@ -244,7 +244,7 @@ class SGLangPlugin:
         if report.when == "call" and report.failed and reads:
             from .render import values_read
 
-            text = values_read(reads)
+            text = values_read(reads, self._causes)
             if text:
                 # In the failure text itself, so JUnit XML and xdist carry it too.
                 if hasattr(report.longrepr, "addsection"):
@@ -252,6 +252,17 @@ class SGLangPlugin:
                 else:
                     report.sections.append(("SGLang values read by this test", text))
         scrub_report(report)
+
+    def _causes(self, obj: Any, name: str, value: Any) -> list[str]:
+        """The rules that set a value a failing test read (its target explained once, cached)."""
+        from .target import Target
+
+        target = self._targets.get(getattr(obj, "_target", ""))
+        if not isinstance(target, Target):
+            return []
+        from .explain.cause import causes
+
+        return causes(target, getattr(obj, "_label", ""), name, value)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, Any, None]:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ._text import short_repr
 from .models import Effective, _Recorded
 
+# What explains one value read: (the object it was read from, its name, the value) -> lines.
+Causes = Callable[[Any, str, Any], list[str]]
 
-def values_read(reads: dict[tuple[int, str], tuple[Any, str, Any]]) -> str:
+
+def values_read(reads: dict[tuple[int, str], tuple[Any, str, Any]], causes: Causes | None = None) -> str:
     """Each SGLang value a test read, grouped by target: name = value, then where it came
-    from and, for effective values, what was requested."""
+    from and, for effective values, what was requested; then, when ``causes`` names one,
+    the rule that set the value (``capped by the mamba state cache (...) [capacity.mamba-cap]``).
+    A cause that cannot be found leaves the section as it is, never breaks it."""
     by_target: dict[str, list[str]] = {}
     for obj, name, value in reads.values():
         if not isinstance(obj, _Recorded):
@@ -29,5 +34,15 @@ def values_read(reads: dict[tuple[int, str], tuple[Any, str, Any]]) -> str:
                     lines.append(f"      {prov.note}")
         elif obj._origin:
             lines.append(f"      from {obj._origin} {name}")
+        lines += [f"      {cause}" for cause in _causes(causes, obj, name, value)]
         by_target.setdefault(obj._target or "target", []).extend(lines)
     return "\n".join(f"{target}\n" + "\n".join(lines) for target, lines in by_target.items())
+
+
+def _causes(causes: Causes | None, obj: Any, name: str, value: Any) -> list[str]:
+    if causes is None:
+        return []
+    try:
+        return [str(line) for line in causes(obj, name, value)]
+    except Exception:  # noqa: BLE001 - the failure report is never broken by explaining it
+        return []

@@ -1,7 +1,7 @@
 """Explain what SGLang changed and why, from a versioned knowledge base of its rules.
 
     from pytest_sglang import connect
-    from pytest_sglang.explain import explain, explain_launch
+    from pytest_sglang.explain import explain, explain_launch, explain_startup_line
 
     with connect("sim://qwen35-122b-a10b-4xrtx6000-candidate") as target:
         for finding in explain(target).findings:
@@ -11,7 +11,12 @@
                    gpu="RTX PRO 6000", gpus=4, gpu_memory="96GiB", sglang_version="0.5.12",
                    model="Qwen3_5MoeForConditionalGeneration")
 
-Both return an :class:`Explanation` (findings as typed objects; ``.to_json()``). Names are
+    explain_startup_line(open("server.log").read(), gpu="RTX PRO 6000", gpus=4,
+                         model="Qwen3_5MoeForConditionalGeneration")
+
+Each returns an :class:`Explanation` (findings as typed objects; ``.to_json()``); from a
+start-up line, a :class:`StartupExplanation` that also says which values SGLang set (and by
+which rule) and which were probably requested. Names are
 imported on first use, so the pytest plugin costs nothing in a run that does not explain.
 """
 
@@ -24,6 +29,9 @@ from .._lazy import lazy_exports
 _EXPORTS = {
     "explain": "api",
     "explain_launch": "api",
+    "explain_startup_line": "startup",
+    "StartupExplanation": "startup",
+    "StartupValue": "startup",
     "Explanation": "findings",
     "Finding": "findings",
     "KnowledgeBase": "kb",
@@ -42,8 +50,11 @@ __all__ = [
     "KnowledgeError",
     "Rule",
     "Situation",
+    "StartupExplanation",
+    "StartupValue",
     "explain",
     "explain_launch",
+    "explain_startup_line",
     "load",
 ]
 
@@ -56,3 +67,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .findings import Explanation, Finding
     from .kb import KnowledgeBase, KnowledgeError, Rule, load
     from .situation import Fact, Situation
+    from .startup import StartupExplanation, StartupValue, explain_startup_line

@@ -30,15 +30,34 @@ from .releases import explain_unknown_release, parse_per_release
 from .findings import Explanation, Finding
 from .kb import KnowledgeBase, KnowledgeError, Rule, load
 from .situation import Fact, Situation, from_target, gpu_facts, model_facts, read_model
+from .startup import StartupExplanation, explain_reported, explain_startup_line
 
 if TYPE_CHECKING:
     from ..target import Target
 
-__all__ = ["Explanation", "Finding", "KnowledgeBase", "KnowledgeError", "Rule", "explain", "explain_launch", "load", "Fact", "Situation"]
+__all__ = [
+    "Explanation",
+    "Finding",
+    "KnowledgeBase",
+    "KnowledgeError",
+    "Rule",
+    "StartupExplanation",
+    "explain",
+    "explain_launch",
+    "explain_startup_line",
+    "load",
+    "Fact",
+    "Situation",
+]
 
 
 def explain(target: Target, *, kb: KnowledgeBase | None = None) -> Explanation:
     """The findings for a collected target (``connect(...)`` or the ``sglang`` fixture).
+
+    A target whose launch command is unknown is explained from the values it reports (its
+    ``server_args`` are SGLang's values after start-up, as the start-up line prints them):
+    each value that differs from the release's default is explained by the rule that sets it
+    there, or listed as probably requested (see :func:`explain_startup_line`).
 
     Computed once per target and knowledge base, and reused."""
     knowledge = kb or load()
@@ -46,8 +65,23 @@ def explain(target: Target, *, kb: KnowledgeBase | None = None) -> Explanation:
     key = id(knowledge)
     if key not in cache:
         with _reads.paused():
-            cache[key] = explain_situation(from_target(knowledge, target))
+            situation = from_target(knowledge, target)
+            explanation: Explanation
+            if situation.launch is None and situation.reported:
+                result = explain_reported(situation)
+                explanation, situation = result.explanation, result.situation
+            else:
+                explanation = explain_situation(situation)
+            cache[key] = explanation
+            target.__dict__.setdefault("_explain_situations", {})[key] = situation
     return cache[key]
+
+
+def situation_of(target: Target, *, kb: KnowledgeBase | None = None) -> Situation | None:
+    """The facts :func:`explain` decided ``target`` from (after it ran), for reading values
+    a finding's rule used; ``None`` before the target was explained."""
+    knowledge = kb or load()
+    return target.__dict__.get("_explain_situations", {}).get(id(knowledge))
 
 
 def explain_launch(

@@ -9,8 +9,8 @@ from typing import Any
 
 from ..errors import SpecError
 from ..secrets import scrub
-from . import render
 from .api import explain, explain_launch
+from .findings import Explanation
 from .kb import SEVERITIES
 
 _FAIL_ON = ("error", "warning", "info", "never")
@@ -21,13 +21,21 @@ def add_parser(subparsers: Any) -> None:
         "explain",
         help="what SGLang changed and why, for a target or a launch command",
         description="Explain what SGLang changed in its configuration and why. Give a TARGET "
-        "(http://HOST:PORT or sim://PROFILE) to explain a running server, or --launch/--launch-file "
-        "with the GPU, version and model to predict what SGLang will do without a server.",
+        "(http://HOST:PORT or sim://PROFILE) to explain a running server, --launch/--launch-file "
+        "with the GPU, version and model to predict what SGLang will do without a server, or "
+        "--startup-line with a server's log to say which of its values SGLang set and which were requested.",
     )
     p.add_argument("target", nargs="?", metavar="TARGET", help="http(s)://HOST:PORT or sim://PROFILE")
     launch = p.add_argument_group("a launch command instead of a target")
     launch.add_argument("--launch", metavar="COMMAND", help="the launch command (python -m sglang.launch_server ..., sglang serve ..., docker/kubectl ...)")
     launch.add_argument("--launch-file", metavar="FILE", help="a file holding it: a shell script, a systemd unit, a docker or kubectl command line ('-' reads standard input)")
+    launch.add_argument(
+        "--startup-line",
+        metavar="FILE",
+        help="explain a start-up line instead: a log file holding SGLang's server_args= line, the line itself, or '-' (standard input); "
+        "for each value that differs from the release's default, the rule that sets it, or 'probably requested' "
+        "(the GPU, version and model as for --launch; without --sglang-version, the release whose fields the line has)",
+    )
     launch.add_argument("--gpu", metavar="NAME", help="GPU model, e.g. 'RTX PRO 6000' or 'H100'")
     launch.add_argument("--gpus", metavar="N", help="number of GPUs")
     launch.add_argument("--gpu-memory", metavar="SIZE", help="memory per GPU, e.g. 96GiB or 97887MiB")
@@ -51,9 +59,24 @@ def run(args: argparse.Namespace) -> int:
     if args.list_rules:
         return _list_rules(args)
     launch_text = _launch_text(args)
-    if (launch_text is None) == (args.target is None):
-        raise SpecError("give either a TARGET or --launch/--launch-file, not both or neither")
-    if launch_text is not None:
+    startup = _startup_text(args)
+    given = [g for g in (args.target is not None, launch_text is not None, startup is not None) if g]
+    if len(given) != 1:
+        raise SpecError("give either a TARGET or --launch/--launch-file, or --startup-line: exactly one of them")
+    if startup is not None:
+        from .startup import explain_startup_line
+
+        explanation: Explanation = explain_startup_line(
+            startup[0],
+            source=startup[1],
+            gpu=args.gpu,
+            sm=args.sm,
+            gpus=args.gpus,
+            gpu_memory=args.gpu_memory,
+            sglang_version=args.sglang_version,
+            model=args.model,
+        )
+    elif launch_text is not None:
         explanation = explain_launch(
             launch_text,
             gpu=args.gpu,
@@ -66,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         for name in ("gpu", "gpus", "gpu_memory", "sglang_version", "model"):
             if getattr(args, name) is not None:
-                raise SpecError(f"--{name.replace('_', '-')} is for --launch; a target reports its own (use --ssh for GPU facts, --sm for the compute capability)")
+                raise SpecError(f"--{name.replace('_', '-')} is for --launch or --startup-line; a target reports its own (use --ssh for GPU facts, --sm for the compute capability)")
         from ..cli import connect_target
 
         with connect_target(args.target, args) as target:
@@ -74,7 +97,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(scrub(explanation.to_json()))
     else:
-        print(render.text(explanation, verbose=args.verbose))
+        from .startup import text
+
+        print(text(explanation, verbose=args.verbose))
     if args.fail_on == "never":
         return 0
     worst = SEVERITIES.index(args.fail_on)
@@ -87,8 +112,8 @@ def _list_rules(args: argparse.Namespace) -> int:
     from . import catalog
     from .kb import load
 
-    if args.target is not None or args.launch is not None or args.launch_file is not None:
-        raise SpecError("--list-rules takes no TARGET or launch command")
+    if args.target is not None or args.launch is not None or args.launch_file is not None or args.startup_line is not None:
+        raise SpecError("--list-rules takes no TARGET, launch command or start-up line")
     kb = load()
     if args.json:
         print(json.dumps(catalog.rows(kb), indent=2))
@@ -117,3 +142,22 @@ def _launch_text(args: argparse.Namespace) -> str | None:
         raise SpecError(f"--launch-file {path}: cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise SpecError(f"--launch-file {path}: is not text") from None
+
+
+def _startup_text(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(the text holding the start-up line, where it came from) for --startup-line."""
+    given = args.startup_line
+    if given is None:
+        return None
+    if not given.strip():
+        raise SpecError("--startup-line is empty: give a log file holding SGLang's server_args= line, or the line")
+    if given == "-":
+        return sys.stdin.read(), "standard input"
+    if "server_args=" in given:  # the line itself
+        return given, "the line given"
+    path = Path(given)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"--startup-line {path}: cannot be read ({exc.strerror or exc}); give a log file holding SGLang's server_args= line, or the line") from None
+    return data.decode("utf-8", errors="replace"), str(path)

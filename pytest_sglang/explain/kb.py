@@ -289,7 +289,8 @@ def _evaluation_order(rules: list[Rule], files: dict[str, str], derived: dict[st
         wanted = set(rule.condition.rules)
         if rule.value_expression is not None:
             wanted |= rule.value_expression.rules
-        names, fired = set(rule.reads), set()
+        names: set[str] = set(rule.reads)
+        fired: set[str] = set()
         for name in rule.reads:
             if name.startswith("derived."):
                 more, more_fired = reads.get(name.removeprefix("derived."), (frozenset(), frozenset()))

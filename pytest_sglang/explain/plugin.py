@@ -89,8 +89,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = _session(config)
     if not flag(config, "sglang_explain") or state is None or hasattr(config, "workerinput"):
         return
-    from . import render
     from .api import explain
+    from .startup import text
 
     accepted = set(config.getini(ACCEPT_INI))
     verbose = config.getoption("verbose") > 0
@@ -101,4 +101,4 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         except SGLangError as exc:
             terminalreporter.write_line(scrub(f"{spec.display}: {exc}"))
             continue
-        terminalreporter.write_line(render.text(explanation, verbose=verbose, width=terminalreporter._tw.fullwidth, accepted=accepted))
+        terminalreporter.write_line(text(explanation, verbose=verbose, width=terminalreporter._tw.fullwidth, accepted=accepted))
