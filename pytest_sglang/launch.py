@@ -3,13 +3,17 @@
 Accepts a shell command line (``python -m sglang.launch_server ...``, ``sglang serve ...``,
 environment prefixes, backslash continuations, a markdown fence), a systemd unit (its
 ``ExecStart=`` and ``Environment=``), ``/server_info.launch_command`` (argv without the
-entry point) or an argv list. Flags are matched as argparse does: exact spellings, aliases
-(``--tp-size``/``--tensor-parallel-size``), and unambiguous prefixes (``--tp``).
+entry point), an argv list, or argv written as a list: a Python list literal
+(``prepare_server_args([...])``) or a YAML list (a Kubernetes container's ``command:`` and
+``args:``), see :mod:`pytest_sglang._listforms`. Flags are matched as argparse does: exact
+spellings, aliases (``--tp-size``/``--tensor-parallel-size``), and unambiguous prefixes
+(``--tp``); values go through the release's converters and its own argparse actions.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from decimal import Decimal
@@ -21,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 from packaging.version import Version
 
 from ._argv import ENV_ASSIGNMENT, option_like
+from ._listforms import ListForm, read_list_form
 from ._shell import ShellSyntaxError, simple_commands
 from .errors import SpecError
 from .redact import REDACTED, is_secret_env, is_secret_flag, is_secret_key, redact_command, scrub, secret_values
@@ -42,6 +47,9 @@ class FlagTable:
     # What the release's ConfigArgumentMerger computes from its parser: store_true keys and
     # refused keys (with their action's class), when the table records them.
     config: dict[str, Any] = field(default_factory=dict)
+    # The release's own argparse action classes its flags use (an entry's "action"), each with
+    # its source: what :data:`ACTIONS` models.
+    action_sources: dict[str, str] = field(default_factory=dict)
 
     def lookup(self, flag: str) -> tuple[str | None, str | None]:
         """(field, problem): exact spelling, else a unique prefix, as argparse matches."""
@@ -80,7 +88,14 @@ def flag_table(sglang_version: str | None = None) -> FlagTable:
             for flag in alias["flags"]:
                 by_flag[flag] = dest
                 actions[flag] = alias
-    return FlagTable(sglang_version=data["sglang_version"], fields=data["fields"], by_flag=by_flag, actions=actions, config=data.get("config") or {})
+    return FlagTable(
+        sglang_version=data["sglang_version"],
+        fields=data["fields"],
+        by_flag=by_flag,
+        actions=actions,
+        config=data.get("config") or {},
+        action_sources=data.get("actions") or {},
+    )
 
 
 def _knowledge_data() -> Any:
@@ -161,6 +176,10 @@ class LaunchCommand:
     flags: dict[str, str] = field(default_factory=dict)
     config_file: str | None = None
     flag_table_version: str = ""
+    # How the text was written: "shell", "systemd unit", "argv", "Python list" or "YAML list".
+    form: str = ""
+    # Why a list form could not be read (too long, nested too deep, not balanced), when it could not.
+    read_error: str | None = None
 
     def __getitem__(self, name: str) -> Any:
         return self.requested[name]
@@ -171,17 +190,95 @@ class LaunchCommand:
     def __contains__(self, name: object) -> bool:
         return name in self.requested
 
+    def require_arguments(self) -> None:
+        """Raise :class:`SpecError` (one line) when the command gives SGLang nothing to read: a
+        list form that cannot be read, no words after the entry point, only a ``...``
+        placeholder, or no entry point and no flag at all (a flag of another release counts:
+        which releases accept it is the caller's to judge)."""
+        if self.read_error:
+            raise SpecError(f"the launch command cannot be read: {self.read_error}")
+        placeholder = all(word in _PLACEHOLDERS for word in self.argv)
+        if placeholder or (self.entrypoint is None and not self.requested and not self.unknown):
+            shown = " ".join(self.text.split())
+            shown = shown if len(shown) <= 60 else shown[:60] + "..."
+            raise SpecError(
+                f"the launch command {shown!r} has no SGLang arguments: give the whole command, "
+                "e.g. 'python -m sglang.launch_server --model-path MODEL --tp 2'"
+            )
+
+
+# What stands for the arguments in a shortened command (``python -m sglang.launch_server ...``).
+_PLACEHOLDERS = ("...", "\u2026")
+
+
+@dataclass
+class _Split:
+    words: list[str]
+    env: dict[str, str]
+    problems: list[str]
+    form: str
+    read_error: str | None = None
+
 
 def split_command(text: str) -> tuple[list[str], dict[str, str], list[str]]:
-    """Words of a command line (or a systemd unit), its environment, and problems found.
+    """Words of a command line (or a systemd unit, or a list form), its environment, and
+    problems found.
 
     Pasted shell text is read as a shell reads it (see :mod:`pytest_sglang._shell`): of the
     simple commands in it, the one that runs SGLang is taken; ``export VAR=...`` before it and
     ``VAR=...`` or ``env`` in front of it are its environment; redirections, pipes, ``;``,
-    ``&&``, a trailing ``&``, comments, backticks and a ``$`` prompt are not part of argv."""
+    ``&&``, a trailing ``&``, comments, backticks and a ``$`` prompt are not part of argv.
+    A Python or YAML list of argv strings is read as that list (:mod:`pytest_sglang._listforms`)."""
+    split = _split(text)
+    return split.words, split.env, split.problems
+
+
+def _split(text: str) -> _Split:
+    listed = read_list_form(text)
+    if listed is not None:
+        return _from_list_form(listed)
+    systemd = bool(re.search(r"^\s*ExecStart\s*=", text, re.M))
+    return _split_shell(text, form="systemd unit" if systemd else "shell")
+
+
+def _from_list_form(listed: ListForm) -> _Split:
+    """The argv of a list form: of its lists (a manifest's containers), the one that runs
+    SGLang; a ``sh -c SCRIPT`` list is the script, read as shell text."""
+    if listed.error is not None:
+        return _Split(words=[], env={}, problems=[listed.error], form=listed.form, read_error=listed.error)
+    splits: list[_Split] = []
+    for candidate in listed.candidates:
+        script = _shell_script(candidate.words)
+        if script is None:
+            splits.append(_Split(words=list(candidate.words), env=dict(candidate.env), problems=[], form=listed.form))
+        else:
+            inner = _split_shell(script, form=listed.form)
+            splits.append(_Split(words=inner.words, env={**candidate.env, **inner.env}, problems=inner.problems, form=listed.form))
+    chosen = next((s for s in splits if _entrypoint(s.words)[0] is not None), None)
+    chosen = chosen or next((s for s in splits if s.words and s.words[0].startswith("-")), splits[0])
+    chosen.problems = list(listed.notes) + chosen.problems
+    return chosen
+
+
+_SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
+
+
+def _shell_script(words: list[str]) -> str | None:
+    """The script of ``sh -c SCRIPT`` (``/bin/bash -lc``, ...), as containers often start SGLang."""
+    if not words or os.path.basename(words[0]) not in _SHELLS:
+        return None
+    for i, word in enumerate(words[1:], start=1):
+        if re.fullmatch(r"-[a-z]*c[a-z]*", word):
+            return words[i + 1] if i + 1 < len(words) else None
+        if not word.startswith("-"):
+            return None
+    return None
+
+
+def _split_shell(text: str, *, form: str) -> _Split:
     problems: list[str] = []
     env: dict[str, str] = {}
-    if re.search(r"^\s*ExecStart\s*=", text, re.M):
+    if form == "systemd unit":
         text, env = _from_systemd_unit(text, problems)
     try:
         commands = [command.words for command in simple_commands(text)]
@@ -199,7 +296,7 @@ def split_command(text: str) -> tuple[list[str], dict[str, str], list[str]]:
         if word != "env":
             name, value = _assignment(word)
             env[name] = value
-    return words, env, problems
+    return _Split(words=words, env=env, problems=problems, form=form)
 
 
 def _assignment(word: str) -> tuple[str, str]:
@@ -261,11 +358,14 @@ def parse_launch_command(
     """
     table_version, table_note = _table_for(sglang_version, strict=strict_version)
     if isinstance(command, str):
-        words, env, problems = split_command(command)
-        text = command
+        split = _split(command)
+        # A list form is shown as the command line it stands for (its text may hold a secret
+        # in a shape no shell redaction knows: '"--api-key", "sk-..."', 'value: hf_...').
+        text = shlex.join(split.words) if split.form in ("Python list", "YAML list") else command
     else:
-        words, env, problems = list(command), {}, []
-        text = shlex.join(words)
+        split = _Split(words=[str(word) for word in command], env={}, problems=[], form="argv")
+        text = shlex.join(split.words)
+    words, env, problems = split.words, split.env, split.problems
     entrypoint, argv, more = _entrypoint(words)
     problems += more
     if table_note:
@@ -279,6 +379,8 @@ def parse_launch_command(
         requested={},
         problems=problems,
         flag_table_version=table.sglang_version,
+        form=split.form,
+        read_error=split.read_error,
     )
     if entrypoint == "sglang serve":
         argv = _serve_rewrites(argv, table, result)
@@ -319,6 +421,8 @@ def _scrubbed(value: Any, hidden: list[str]) -> Any:
         return REDACTED if value in hidden else scrub(value, hidden)
     if isinstance(value, list):
         return [_scrubbed(v, hidden) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, hidden) for k, v in value.items()}
     return value
 
 
@@ -534,7 +638,10 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
                 result.problems.append(f"{flag} takes no value (got {inline!r})")
         else:
             values, i = _values(argv, kinds, i, inline if eq else None, nargs=entry.get("nargs"))
+            before = len(result.problems)
             value = _convert(values, entry, label, result, many=entry.get("nargs") in ("+", "*"))
+            if len(result.problems) == before:  # argparse calls the action only with values it converted
+                value = _act(value, entry, label, result)
         result.requested[dest] = value
         result.spelled[dest] = flag if not from_config else f"--config {result.config_file}"
         result.flags[dest] = full
@@ -658,6 +765,58 @@ _TYPE_WORDS = {
     "json_list_type": "JSON value",
     "parse_cuda_graph_config_arg": "CUDA graph configuration",
     "parse_cuda_graph_backend_arg": "CUDA graph backend",
+}
+
+
+def _act(value: Any, entry: dict[str, Any], flag: str, result: LaunchCommand) -> Any:
+    """What the flag's own argparse action (the table's ``action``, when SGLang's and not
+    argparse's) stores of the converted ``value``; an action's refusal is a problem, as SGLang
+    fails on it before it starts."""
+    model = ACTIONS.get(entry.get("action") or "")
+    if model is None:
+        return value
+    try:
+        return model(value)
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        result.problems.append(f"{flag}: {exc}: SGLang refuses to start")
+    return value
+
+
+def lora_paths(values: list[str] | None) -> list[Any]:
+    """SGLang's ``LoRAPathAction`` (every release, 0.5.5 to 0.5.23): each value stripped of
+    surrounding whitespace; one that starts with ``{`` and ends with ``}`` is parsed as JSON and
+    must hold ``lora_name`` and ``lora_path``; any other stays text (``name=path`` is split later,
+    when ServerArgs resolves)."""
+    out: list[Any] = []
+    for value in values or []:
+        text = value.strip()
+        if text.startswith("{") and text.endswith("}"):
+            try:
+                parsed = json.loads(text)
+            except ValueError as exc:
+                raise _Refused(f"{text!r} is not valid JSON ({exc})") from None
+            if "lora_path" not in parsed or "lora_name" not in parsed:
+                raise _Refused(f"{text!r} looks like a JSON str, but it does not contain 'lora_name' and 'lora_path' keys.")
+            out.append(parsed)
+        else:
+            out.append(text)
+    return out
+
+
+# SGLang's own argparse action classes (a table entry's "action"; the table keeps each release's
+# source of them under "actions"), each modelled as what it stores of the converted values. The
+# deprecated ones store what their entry's kind says, and warn (their entry is "deprecated" and
+# names the flag SGLang names "instead"); ``None`` marks that nothing more is done.
+ACTIONS: dict[str, Callable[[Any], Any] | None] = {
+    "LoRAPathAction": lora_paths,
+    # kind "ignored": takes no value, stores nothing; 0.5.18+ may refuse with the entry's "refused" message
+    "DeprecatedAction": None,
+    # kind "store_true"
+    "DeprecatedStoreTrueAction": None,
+    # kind "store_const": stores its const_value; 0.5.23's --monokernel-backend takes a value, checked against its choices
+    "DeprecatedStoreConstAction": None,
+    # kind "store": the converted value, into the newer field
+    "DeprecatedAliasStoreAction": None,
 }
 
 

@@ -160,7 +160,7 @@ def test_a_version_without_a_flag_table_is_one_line_naming_the_known_ones(versio
     assert str(raised.value) == message
 
 
-@pytest.mark.parametrize("version", ["0.5.30", "0.6.1", "0.5.24.dev3+g1234abc"])
+@pytest.mark.parametrize("version", ["0.5.30", "0.6.1"])
 def test_a_release_newer_than_the_newest_table_is_read_with_it_and_says_so(version: str) -> None:
     from pytest_sglang.launch import parse_launch_command
 
@@ -168,6 +168,15 @@ def test_a_release_newer_than_the_newest_table_is_read_with_it_and_says_so(versi
     assert launch.flag_table_version == "0.5.23"
     assert launch.requested["tp_size"] == 2
     assert launch.problems == [f"no flag table for SGLang {version}: read with 0.5.23's"]
+
+
+@pytest.mark.parametrize("version, table", [("0.5.24.dev3+g1234abc", "0.5.23"), ("0.0.0.dev1+g1a2b3c4", "0.5.23"), ("0.5.12.dev5+g1234abc", "0.5.11")])
+def test_a_development_build_is_read_with_the_newest_release_before_it_and_says_so(version: str, table: str) -> None:
+    from pytest_sglang.launch import parse_launch_command
+
+    launch = parse_launch_command("python -m sglang.launch_server --model-path m --tp 2", sglang_version=version)
+    assert (launch.flag_table_version, launch.requested["tp_size"]) == (table, 2)
+    assert launch.problems == [f"SGLang {version} is a development build: read with the flag table of {table}, the newest release before it"]
 
 
 @pytest.mark.parametrize("version, table", [("0.5.5", "0.5.5"), ("0.5.12", "0.5.12"), ("0.5.8.post1", "0.5.8"), ("0.5.23rc1", "0.5.23"), (None, "0.5.23")])

@@ -467,3 +467,200 @@ def test_a_flag_that_only_looks_secret_keeps_its_values():
     assert launch["prompt_tokens_buckets"] == ["-.5", "x=y"]
     secret = parse_launch_command("python -m sglang.launch_server --model-path m --api-k sk-LOOKS-1 --tp 2", sglang_version="0.5.12")
     assert secret["api_key"] == REDACTED and "sk-LOOKS-1" not in repr(secret)
+
+
+# ---- SGLang's own argparse actions ----------------------------------------------------------------
+
+
+def test_every_action_class_of_every_release_is_modelled():
+    # Each table records the release's own action classes (an entry's "action", their source under
+    # "actions"); a class launch.py does not model would be read as a plain store. A new one fails here.
+    from pytest_sglang.launch import ACTIONS, flag_table, table_versions
+
+    used: set[str] = set()
+    for version in table_versions():
+        table = flag_table(version)
+        named = {e["action"] for f in table.fields.values() for e in [f, *f.get("aliases", [])] if "action" in e}
+        assert named == set(table.action_sources), version
+        assert all(source.startswith("class ") for source in table.action_sources.values()), version
+        used |= named
+    assert used == set(ACTIONS)
+
+
+def test_the_lora_path_action_model_is_the_source_of_every_release():
+    # lora_paths() models one LoRAPathAction; every release's table holds that same source.
+    from pytest_sglang.launch import flag_table, table_versions
+
+    sources = {flag_table(v).action_sources["LoRAPathAction"] for v in table_versions()}
+    assert len(sources) == 1
+    (source,) = sources
+    for step in ("lora_path.strip()", 'startswith("{") and lora_path.endswith("}")', "json.loads(lora_path)", '"lora_path" in obj and "lora_name" in obj'):
+        assert step in source
+
+
+@pytest.mark.parametrize("version", ["0.5.5", "0.5.12", "0.5.23"])
+def test_lora_paths_are_stripped_and_json_objects_parsed(version):
+    launch = parse_launch_command(
+        ["--model-path", "m", "--lora-paths", " a ", '{"lora_name":"x","lora_path":"/p"}', " b=/loras/b ", ' {"lora_name": "y", "lora_path": "/q"} '],
+        sglang_version=version,
+    )
+    assert launch.problems == []
+    assert launch["lora_paths"] == ["a", {"lora_name": "x", "lora_path": "/p"}, "b=/loras/b", {"lora_name": "y", "lora_path": "/q"}]
+    # Text that does not both start with '{' and end with '}' stays text, as SGLang leaves it.
+    assert parse_launch_command(["--model-path", "m", "--lora-paths", "[1]", "{x", "x}"], sglang_version=version)["lora_paths"] == ["[1]", "{x", "x}"]
+    assert parse_launch_command(["--model-path", "m", "--lora-paths"], sglang_version=version)["lora_paths"] == []
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        ('{"lora_name": "x"}', "--lora-paths: '{\"lora_name\": \"x\"}' looks like a JSON str, but it does not contain 'lora_name' and 'lora_path' keys."),
+        (" {} ", "--lora-paths: '{}' looks like a JSON str"),
+        ("{not json}", "--lora-paths: '{not json}' is not valid JSON (Expecting property name enclosed in double quotes"),
+    ],
+    ids=["missing-path", "empty-object", "bad-json"],
+)
+def test_lora_paths_sglang_refuses_are_problems(value, problem):
+    launch = parse_launch_command(["--model-path", "m", "--lora-p", value], sglang_version="0.5.23")
+    assert any(p.startswith(problem.replace("--lora-paths:", "--lora-p (--lora-paths):")) and p.endswith("SGLang refuses to start") for p in launch.problems), launch.problems
+
+
+# ---- a launch command written as a list: Python, YAML (Kubernetes, compose) -----------------------
+
+SHELL_FORM = "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 4 --lora-paths ' a ' --api-key sk-LIST-1"
+LIST_FORMS = {
+    "python-list": '["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--tp", "4", "--lora-paths", " a ", "--api-key", "sk-LIST-1"]',
+    "prepare-server-args": (
+        "from sglang.srt.server_args import prepare_server_args\n"
+        "server_args = prepare_server_args(\n"
+        '    ["--model-path", "Qwen/Qwen3-8B", "--tp", "4",  # four GPUs\n'
+        "     '--lora-paths', ' a ', '--api-key', 'sk-LIST-1']\n)\n"
+    ),
+    "prepare-server-args-snippet": 'server_args = prepare_server_args(["--model-path", "Qwen/Qwen3-8B", "--tp", "4", "--lora-paths", " a ", "--api-key", "sk-LIST-1"])\n...',
+    "popen": '```python\nsubprocess.Popen(["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--tp", "4", "--lora-paths", " a ", "--api-key", "sk-LIST-1"])\n```',
+    "kubernetes-block": (
+        "spec:\n  containers:\n  - name: sidecar\n    command: [\"sleep\", \"infinity\"]\n  - name: sglang\n    image: lmsysorg/sglang:latest\n"
+        '    command: ["python3", "-m", "sglang.launch_server"]\n    args:\n    - --model-path\n    - Qwen/Qwen3-8B\n    - --tp\n'
+        '    - "4"  # four GPUs\n    - --lora-paths\n    - \' a \'\n    - --api-key\n    - "sk-LIST-1"\n'
+    ),
+    "kubernetes-flow": 'command:\n- python3\n- -m\n- sglang.launch_server\nargs: ["--model-path", "Qwen/Qwen3-8B",\n       "--tp", "4", "--lora-paths", " a ", --api-key, sk-LIST-1]\n',
+    "kubernetes-shell": (
+        "containers:\n- name: sglang\n  command: [\"/bin/bash\", \"-c\"]\n  args:\n  - >-\n    python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B\n"
+        "    --tp 4 --lora-paths ' a ' --api-key sk-LIST-1\n"
+    ),
+    "compose": "services:\n  sglang:\n    image: lmsysorg/sglang\n    command: python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 4 --lora-paths ' a ' --api-key sk-LIST-1\n",
+    "args-only": "args:\n  - --model-path\n  - Qwen/Qwen3-8B\n  - --tp\n  - '4'\n  - --lora-paths\n  - ' a '\n  - --api-key\n  - sk-LIST-1\n",
+    "bare-yaml": "- --model-path\n- Qwen/Qwen3-8B\n- --tp\n- '4'\n- --lora-paths\n- \" a \"\n- --api-key\n- 'sk-LIST-1'\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIST_FORMS))
+def test_a_command_written_as_a_list_reads_as_the_same_command_line(name):
+    shell = parse_launch_command(SHELL_FORM, sglang_version="0.5.23")
+    launch = parse_launch_command(LIST_FORMS[name], sglang_version="0.5.23")
+    assert launch.form == ("Python list" if name.startswith(("python", "prepare", "popen")) else "YAML list")
+    assert launch.requested == shell.requested and launch.requested["lora_paths"] == ["a"]
+    assert launch.problems == [] and launch.unknown == {}
+    assert launch.entrypoint == (shell.entrypoint if "sglang.launch_server" in LIST_FORMS[name] else None)
+    assert "sk-LIST-1" not in repr(launch)
+
+
+def test_a_kubernetes_container_gives_its_environment_without_secrets():
+    manifest = (
+        "containers:\n- name: sglang\n  command: [python3, -m, sglang.launch_server]\n  args: [--model-path, m]\n"
+        "  env:\n  - name: HF_TOKEN\n    value: hf_LIST_2\n  - name: NCCL_DEBUG\n    value: \"INFO\"\n"
+        "  - name: FROM_SECRET\n    valueFrom:\n      secretKeyRef: {name: s, key: k}\n"
+    )
+    launch = parse_launch_command(manifest, sglang_version="0.5.23")
+    assert launch.env == {"HF_TOKEN": REDACTED, "NCCL_DEBUG": "INFO"}
+    assert launch.requested == {"model_path": "m"} and "hf_LIST_2" not in repr(launch)
+
+
+@pytest.mark.parametrize(
+    "text, field, value, note",
+    [
+        ('prepare_server_args(["--model-path", "m", "--tp", 4])', "tp_size", 4, "list item 4 is not a string: SGLang's argparse fails on it"),
+        ('prepare_server_args(["--model-path", model, "--tp", "4"])', "model_path", "{model}", "list item 'model' is not a literal: read as {model}"),
+        ('prepare_server_args(["--model-path", "m", f"--served-model-name={name}"])', "served_model_name", "{name}", "is not a literal: read with its {...} as written"),
+        ("args: [--model-path, m, --tp, 4]", "tp_size", 4, 'list item 4 is not a string in YAML: Kubernetes refuses it in command and args (quote it: "4")'),
+        ("args:\n- --model-path\n- m\n- --enable-metrics\n- --tp\n- 4\n", "tp_size", 4, "list item 4 is not a string in YAML"),
+    ],
+    ids=["python-number", "python-name", "python-f-string", "yaml-flow-number", "yaml-block-number"],
+)
+def test_a_list_item_that_is_not_a_string_is_read_as_its_text_and_named(text, field, value, note):
+    launch = parse_launch_command(text, sglang_version="0.5.23")
+    assert launch[field] == value
+    assert any(note in p for p in launch.problems), launch.problems
+
+
+def test_prepare_server_args_with_a_computed_list_names_what_is_not_read():
+    launch = parse_launch_command('prepare_server_args(["--model-path", "m"] + sys.argv[1:])', sglang_version="0.5.23")
+    assert launch.requested == {"model_path": "m"}
+    assert launch.problems == ["'sys.argv[1:]' is not a list literal: its words are not read"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[ -f /models/m ] && python -m sglang.launch_server --model-path m --tp 2",
+        "- start it: python -m sglang.launch_server --model-path m --tp 2",
+        "python -m sglang.launch_server --model-path m --tp 2 --json-model-override-args '[\"a\"]'",
+    ],
+    ids=["shell-test-bracket", "markdown-bullet", "json-value"],
+)
+def test_shell_text_that_only_looks_like_a_list_is_read_as_shell(text):
+    launch = parse_launch_command(text, sglang_version="0.5.23")
+    assert launch.form == "shell" and launch.entrypoint == "python -m sglang.launch_server"
+    assert launch.requested["tp_size"] == 2 and launch.problems == []
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ('["--tp"' + ', "1"' * 10_001 + "]", "the Python list cannot be read: it has more than 10000 items"),
+        ("args: [" + ", ".join(["x"] * 10_001) + "]", "the YAML list cannot be read: it has more than 10000 items"),
+        ("[" * 5000 + "]" * 5000, "its brackets are nested more than 50 deep"),
+        ("prepare_server_args(" + "[" * 60 + "]" * 60 + ")", "its brackets are nested more than 50 deep"),
+        ('["--model-path", "' + "m" * 300_000 + '"]', "it is longer than 262144 characters"),
+        ("args:\n- --model-path\n- 'unclosed\n", "an unbalanced single quote"),
+        ('args: ["--model-path", m', "the [ ... ] list is not closed"),
+        ('args: ["' + "\n" * 200_000, "the [ ... ] list is not closed"),  # read in one pass, not once a line
+        ("args:\n- --model-path\n- {a: 1}\n", "is not a string (quote it)"),
+        ('args: ["\\q"]', "'\\\\q' is not a YAML escape"),
+    ],
+    ids=["python-items", "yaml-items", "deep-python", "deep-call", "long", "yaml-quote", "yaml-flow-open", "yaml-flow-open-lines", "yaml-mapping", "yaml-escape"],
+)
+def test_a_list_that_cannot_be_read_is_one_line_and_a_usage_error(text, error):
+    from pytest_sglang.errors import SpecError
+
+    launch = parse_launch_command(text, sglang_version="0.5.23")
+    assert launch.read_error is not None and error in launch.read_error and "\n" not in launch.read_error
+    assert launch.requested == {} and launch.problems[0] == launch.read_error
+    with pytest.raises(SpecError, match="the launch command cannot be read: the (Python|YAML) list cannot be read") as raised:
+        launch.require_arguments()
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["...", "  …  ", "", "python -m sglang.launch_server", "python -m sglang.launch_server ...", "sglang serve ...", "prepare_server_args([...])",
+     "prepare_server_args([])", 'args: ["..."]', "command: [python3, -m, sglang.launch_server]\nargs: []\n", "echo hello", "[]"],
+)  # fmt: skip
+def test_a_command_without_sglang_arguments_is_a_usage_error(text):
+    from pytest_sglang.errors import SpecError
+
+    launch = parse_launch_command(text, sglang_version="0.5.23")
+    with pytest.raises(SpecError, match="has no SGLang arguments: give the whole command") as raised:
+        launch.require_arguments()
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["--model-path m", "python -m sglang.launch_server --model-path m ...", 'prepare_server_args(["--tp", "2"])', "sglang serve --tp 2",
+     "--disable-piecewise-cuda-graph", "--no-such-flag 1"],
+)  # fmt: skip
+def test_a_command_with_sglang_arguments_is_not_a_usage_error(text):
+    # A flag the newest release does not know may be an older release's (or none's): the
+    # command has arguments, and which releases accept them is judged after.
+    parse_launch_command(text, sglang_version="0.5.23").require_arguments()

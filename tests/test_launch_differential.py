@@ -47,6 +47,13 @@ def test_the_stored_set_covers_every_release_and_every_kind_of_command():
         assert wanted in tags, wanted
     entries = {case["entry"] for _, case in CASES}
     assert entries == {"launch_server", "serve"}
+    # Every one of SGLang's own argparse actions (any release's table), and what LoRAPathAction
+    # treats apart, accepted and refused.
+    actions = {e["action"] for v in differential.versions() for f in differential.table(v)["fields"].values() for e in [f, *f.get("aliases", [])] if "action" in e}
+    assert actions and {f"action:{a}" for a in actions} <= tags
+    assert {f"lora:{form}" for form in differential.LORAS} <= tags
+    lora = [case for _, case in CASES if "action:LoRAPathAction" in case["tags"]]
+    assert any("error" in c["answer"] for c in lora) and any("lora_paths" in c["answer"].get("changes", {}) for c in lora)
     refused = sum("error" in case["answer"] for _, case in CASES)
     assert 0 < refused < len(CASES)
 
@@ -61,3 +68,18 @@ def test_the_comparison_rules_catch_a_wrong_parser():
     assert {"a:", "b:"} <= classes
     refused = {"error": "_ArgparseError: unrecognized arguments: --no-such-flag-anywhere"}
     assert [cls[:2] for cls, _ in differential.compare(case, version, refused, defaults)] == ["c:"]
+
+
+def test_the_comparison_catches_a_parser_that_reads_an_action_as_a_plain_store(monkeypatch):
+    # Without LoRAPathAction's model, --lora-paths values are raw strings: the stored LoRA cases
+    # then disagree (a padded name, a JSON object, a refused object), so they test the model.
+    from pytest_sglang import launch
+
+    lora = [(v, c) for v, c in CASES if "action:LoRAPathAction" in c["tags"]]
+    monkeypatch.setitem(launch.ACTIONS, "LoRAPathAction", None)
+    classes = {
+        cls[:2]
+        for version, case in lora
+        for cls, _ in differential.compare(case, version, differential.answer_of(case, DATA["releases"][version]["defaults"]), DATA["releases"][version]["defaults"])
+    }
+    assert {"a:", "c:"} <= classes

@@ -4,6 +4,7 @@ random search: ODD_VALUES_EXAMPLES=10000 pytest tests/test_odd_input_never_break
 
 from __future__ import annotations
 
+import json
 import shlex
 
 import pytest
@@ -76,6 +77,38 @@ def test_any_launch_command_parses_and_an_api_key_after_a_secret_flag_never_show
     hypothesis.assume(not any("ExecStart" in w or "Environment" in w for w in words))
     for command in (shlex.join(words) + " --api-k sk-odd", [*words, "--api-k", "sk-odd"]):
         launch = parse_launch_command(command, sglang_version=version, strict_version=False, config_loader=lambda path: {"tp-size": 2})
+        assert "sk-odd" not in repr(launch)
+
+
+LIST_ITEMS = st.one_of(WORDS, st.sampled_from(['"', "'", "[", "]", "{", "}", ",", "#", "...", "- ", ": ", "|", ">-", "sh", "-c", "args:", "\t", "\\u12"]))
+# A list of argv strings as code and manifests write it: Python, prepare_server_args, YAML flow
+# and block lists (Kubernetes args/command, a bare list), some items quoted and some not.
+LIST_SHAPES = {
+    "python": lambda items: "[" + ", ".join(json.dumps(w) for w in items) + "]",
+    "python-raw": lambda items: "[" + ", ".join(items) + "]",
+    "prepare": lambda items: "server_args = prepare_server_args([" + ", ".join(json.dumps(w) for w in items) + "])",
+    "prepare-raw": lambda items: "prepare_server_args([" + " ".join(items) + ")",
+    "flow": lambda items: "args: [" + ", ".join(items) + "]",
+    "flow-quoted": lambda items: "command: [" + ", ".join(json.dumps(w) for w in items) + "]",
+    "block": lambda items: "args:\n" + "".join(f"- {w}\n" for w in items),
+    "block-quoted": lambda items: "containers:\n- name: x\n  args:\n" + "".join(f"  - {json.dumps(w)}\n" for w in items),
+    "bare": lambda items: "".join(f"- {w}\n" for w in items),
+    "lines": lambda items: "\n".join(items),
+}
+
+
+@SETTINGS
+@hypothesis.given(items=st.lists(LIST_ITEMS, max_size=12), shape=st.sampled_from(sorted(LIST_SHAPES)), version=st.sampled_from([None, "0.5.5", "0.5.23"]))
+def test_any_list_form_parses_and_a_command_without_arguments_is_one_usage_error(items, shape, version):
+    launch = parse_launch_command(LIST_SHAPES[shape](items), sglang_version=version)
+    assert launch.read_error is None or "\n" not in launch.read_error
+    try:
+        launch.require_arguments()
+    except SGLangError as exc:
+        assert "\n" not in str(exc)
+    # A quoted list keeps a secret flag a flag: what follows it never shows.
+    if shape in ("python", "prepare", "flow-quoted", "block-quoted"):
+        launch = parse_launch_command(LIST_SHAPES[shape]([*items, "--api-k", "sk-odd"]), sglang_version=version)
         assert "sk-odd" not in repr(launch)
 
 

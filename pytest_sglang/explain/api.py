@@ -114,8 +114,7 @@ def explain_launch(
     situation = Situation(kb=knowledge, target="launch command", mode="launch")
     situation.launch = launch
     situation.launch_source = "given"
-    if launch.entrypoint is None and not launch.requested:
-        raise SpecError("the launch command has no SGLang arguments: give e.g. 'python -m sglang.launch_server --model-path ...'")
+    launch.require_arguments()
     if sglang_version is not None:
         situation.version = parse_version(sglang_version)
         situation.version_source = "given"

@@ -59,7 +59,7 @@ def parse_per_release(
     out = {known[-1]: first}
     for v in known[:-1]:
         one = parse_launch_command(words, sglang_version=v, config_loader=loader)
-        out[v] = replace(one, text=first.text, env=first.env, problems=[*problems, *one.problems])
+        out[v] = replace(one, text=first.text, env=first.env, form=first.form, read_error=first.read_error, problems=[*problems, *one.problems])
     return {v: out[v] for v in known}
 
 

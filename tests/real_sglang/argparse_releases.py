@@ -49,6 +49,8 @@ COMMANDS = {
     "boolean-optional": f"{M} --no-lora-strict-loading --stream-output",
     "deprecated-ignored": f"{M} --collect-tokens-histogram --hybrid-kvcache-ratio 0.5",
     "equals-and-lists": f"{M} --attention-backend=fa3 --kv-cache-dtype fp8_e4m3 --page-size=64 --cuda-graph-bs 1 2 4",
+    # LoRAPathAction: values stripped, a JSON object parsed (with lora_name and lora_path), name=path kept as text.
+    "lora-paths": f"""{M} --lora-paths ' a ' '{{"lora_name":"x","lora_path":"/p"}}' ' b=/loras/b ' '  {{"lora_name": "y", "lora_path": "/q", "pinned": true}} '""",
 }
 
 

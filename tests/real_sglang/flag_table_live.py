@@ -3,7 +3,10 @@
 SGLang declares some flags through helper actions (deprecated spellings that store into a newer
 field, legacy switches that store a constant, flags that are accepted and ignored, ``--no-``
 forms of boolean flags), so the table is what ``ServerArgs.add_cli_args`` builds, not what its
-source looks like. This downloads the wheel of each release (no dependencies; cached under
+source looks like. A flag whose action is one of SGLang's own classes names it (``"action":
+"LoRAPathAction"``), and the table keeps the release's source of each under ``actions``, as it
+keeps its converters' under ``converters``; ``pytest_sglang.launch.ACTIONS`` models them.
+This downloads the wheel of each release (no dependencies; cached under
 ``~/.cache/pytest-sglang/wheels``), puts it in front of the harness's SGLang 0.5.23 environment
 and asks ``sglang_offline.py cli-table``. Before 0.5.19, ``ServerArgs.from_cli_args`` renames
 some argparse destinations (``args.tp_size = args.tensor_parallel_size``); the table uses the

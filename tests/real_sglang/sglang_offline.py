@@ -147,11 +147,28 @@ def _entry(action: argparse.Action) -> dict:
             entry["takes_value"] = True  # e.g. "--monokernel-backend amd": the value is checked, the constant stored
     if entry["kind"] == "ignored" and getattr(action, "error_message", None):
         entry["refused"] = str(action.error_message)
+    if _custom(action):
+        entry["action"] = type(action).__name__
     return entry
 
 
+def _custom(action: argparse.Action) -> bool:
+    """An action class of SGLang's own (``LoRAPathAction``, ``DeprecatedAction``, ...), not one
+    of argparse's (``store``, ``store_true``, ``BooleanOptionalAction``)."""
+    return type(action).__module__ != argparse.__name__
+
+
+def _action_source(action: argparse.Action) -> str | None:
+    """What a custom action does with a flag's values, as the release's own source of its class."""
+    try:
+        return textwrap.dedent(inspect.getsource(type(action))).rstrip() + "\n"
+    except (OSError, TypeError):
+        return None
+
+
 def cli_table() -> dict:
-    """Every SGLang flag by the field it sets: spellings, kind, nargs, type, choices.
+    """Every SGLang flag by the field it sets: spellings, kind, nargs, type, choices, and the
+    release's own action class when it is not one of argparse's.
 
     The first action of a field is its entry; further actions on the same field (deprecated
     spellings such as ``--cuda-graph-max-bs`` for ``cuda_graph_max_bs_decode``, or a legacy
@@ -163,6 +180,7 @@ def cli_table() -> dict:
     ServerArgs.add_cli_args(parser)
     fields: dict = {}
     converters: dict = {}
+    actions: dict = {}
     for action in parser._actions:
         if not action.option_strings or action.dest == "help":
             continue
@@ -170,6 +188,8 @@ def cli_table() -> dict:
         source = _converter_source(action.type)
         if source is not None:
             converters[entry["type"]] = source
+        if "action" in entry:
+            actions[entry["action"]] = _action_source(action)
         if action.dest in fields:
             fields[action.dest].setdefault("aliases", []).append(entry)
         else:
@@ -183,6 +203,9 @@ def cli_table() -> dict:
         # Each converter a flag's value goes through (its name is the entry's "type"), as
         # the release's own source; the builtins int, str and float are left out.
         "converters": dict(sorted(converters.items())),
+        # Each of the release's own argparse action classes a flag uses (its name is the
+        # entry's "action"), as the release's own source: what it stores of the values.
+        "actions": dict(sorted(actions.items())),
     }
 
 
