@@ -18,7 +18,6 @@ Both return an :class:`Explanation` (findings as typed objects; ``.to_json()``).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import _reads
@@ -123,6 +122,6 @@ def explain_launch(
     situation.model = model_facts(knowledge, archs, where, signals)
     situation.notes = [p for p in launch.problems if "file was not read" in p or "newer" in p or "nearest" in p]
     if sglang_version is None:  # judged across the releases whose flag tables accept it
-        return explain_unknown_release(parse_per_release(command, config_loader), lambda one, release: replace(situation, launch=one, version=release, version_source="a release that accepts the command"))
+        return explain_unknown_release(parse_per_release(command, config_loader), lambda one, release: situation.variant(launch=one, version=release, version_source="a release that accepts the command"))
     return explain_situation(situation)
 

@@ -120,7 +120,7 @@ def explain_unknown_release(parsed: Mapping[str, LaunchCommand], situation_for: 
 def _key(finding: Finding) -> Any:
     if finding.rule in _FLAG_RULES or finding.id.startswith("gap."):
         return finding.id
-    return (finding.setting, finding.title, repr(finding.predicted), finding.status)
+    return (finding.setting, finding.title, finding.summary, repr(finding.predicted), finding.status)
 
 
 def _flag_finding(finding: Finding, release: str, where: str, *, whole: bool) -> Finding:

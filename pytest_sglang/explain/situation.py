@@ -7,7 +7,7 @@ rule that needs it says so (see :mod:`.expr`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -58,6 +58,13 @@ class Situation(Scope):
     # The setting of the rule being judged: on a target, ``effective.<it>`` is its value before
     # that rule (what earlier rules made of the argument), not the final value the server reports.
     before: str | None = None
+
+    def variant(self, **changes: Any) -> Situation:
+        """A copy with some facts changed and the evaluation state fresh (no rule judged yet):
+        situations that share outcomes, predictions or derived values judge each other's rules."""
+        copy = replace(self, **changes, fired={}, predicted={}, before=None)
+        copy._derived = {}
+        return copy
 
     # ---- the scope rules read ---------------------------------------------------------------
     def lookup(self, name: str) -> Any:

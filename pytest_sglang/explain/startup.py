@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping, Sequence
@@ -221,9 +221,7 @@ def _launch(requested: Mapping[str, Any], version: str) -> LaunchCommand:
 
 def _with(situation: Situation, requested: Mapping[str, Any], version: str) -> Situation:
     """The situation with ``requested`` taken as the launch command, evaluation state fresh."""
-    copy = replace(situation, launch=_launch(requested, version), launch_source=None, fired={}, predicted={}, notes=list(situation.notes))
-    copy._derived = {}
-    return copy
+    return situation.variant(launch=_launch(requested, version), launch_source=None, notes=list(situation.notes))
 
 
 def _top(path: str) -> str:
@@ -300,12 +298,12 @@ def _versioned(situation: Situation, line: Mapping[str, Any]) -> Situation:
     """Without a version: the release whose ServerArgs fields the values have."""
     release, exact, differ = release_of_fields(line)
     if exact:
-        return replace(situation, version=Version(release), version_source=f"the start-up line's fields are SGLang {release}'s")
+        return situation.variant(version=Version(release), version_source=f"the start-up line's fields are SGLang {release}'s")
     note = (
         f"the SGLang version is not given: the line's fields are closest to SGLang {release}'s ({differ} field(s) differ), "
         "whose rules and defaults are used; give the version (--sglang-version) if it is another"
     )
-    return replace(situation, version=Version(release), version_source=f"closest to the start-up line's fields ({differ} differ)", notes=[*situation.notes, note])
+    return situation.variant(version=Version(release), version_source=f"closest to the start-up line's fields ({differ} differ)", notes=[*situation.notes, note])
 
 
 def _merged(findings: Sequence[Finding], explained: Mapping[str, list[Finding]], kinds: Mapping[str, str], certain: set[str]) -> list[Finding]:

@@ -1,0 +1,672 @@
+"""Predictions proven by execution: ``explain_launch`` against each SGLang release's own post-init.
+
+Hypothesis writes launch commands over the flags the knowledge base's rules read (``arg.X``,
+``requested.X``, through the derived values too), with values that make their conditions true
+and false (the literals the rules compare with, the members of the lists they test, numbers
+either side of a bound), for a model of each family the rules name (``tests/data/model-configs``),
+on a simulated GPU (SM80, SM89, SM90, SM100, SM120; 24 to 192 GB; 1 to 8 of them). Each release
+0.5.5-0.5.23 runs its own ``prepare_server_args`` (post-init and its handlers; 0.5.19+ also the
+resolution pipeline) on that GPU (``sglang_postinit.py``), and ``explain_launch(command,
+sm=..., gpu=..., gpus=..., gpu_memory=..., sglang_version=RELEASE, model=config.json)`` must
+agree with what it produced or raised:
+
+- ``value``: every override or cap finding whose value is known (not a ``runtime.`` one, which
+  is decided after post-init) names the value the release's field has;
+- ``error``: every error finding is a command the release refuses;
+- ``noop``: every no-op finding is a command the release accepts.
+
+Reported, not failed on: ``miss`` (a setting a rule covers that the release changed with no
+finding saying so) and ``refused`` (a refusal no rule predicts: the values of that command
+cannot be compared), (fields the release changed that no rule covers are not compared).
+Disagreement classes are named by their mechanism (``value: RULE``, ``error: RULE``, ...);
+``KNOWN`` lists the open ones, each with its reason, and is stored with the set.
+
+    python tests/real_sglang/postinit_differential.py                    # 12 fresh commands per release
+    python tests/real_sglang/postinit_differential.py --examples 30 0.5.23 0.5.12
+    python tests/real_sglang/postinit_differential.py --store            # rewrite tests/data/sglang-postinit-differential.json
+    python tests/real_sglang/postinit_differential.py --check-stored     # the stored set against the current explain
+    python tests/real_sglang/postinit_differential.py --docs             # rewrite the tables of docs/explain-proof.md
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import random
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+DATA = ROOT / "tests" / "data" / "sglang-postinit-differential.json"
+MODELS = ROOT / "tests" / "data" / "model-configs"
+DOCS = ROOT / "docs" / "explain-proof.md"
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+STORED_PER_RELEASE = 15
+PLACEHOLDER = "{models}"
+
+# The GPUs drawn: compute capability -> the name nvidia-smi gives (SGLang reads the name for
+# a few gates, e.g. the H20 allreduce exception), and memory sizes (MiB) drawn independently.
+GPUS = {
+    80: "NVIDIA A100-SXM4-80GB",
+    89: "NVIDIA L40S",
+    90: "NVIDIA H100 80GB HBM3",
+    100: "NVIDIA B200",
+    120: "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+}
+MEMORY_MIB = [24564, 32607, 40960, 46068, 81559, 97887, 143771, 183359, 196608]
+COUNTS = [1, 2, 4, 8]
+
+# Model families (tests/data/model-configs/<family>/config.json), as the rules name them.
+FAMILIES = {
+    "llama": "dense (LlamaForCausalLM)",
+    "qwen3-moe": "MoE (Qwen3MoeForCausalLM)",
+    "qwen3.5-moe": "hybrid multimodal MoE (Qwen3_5MoeForConditionalGeneration)",
+    "qwen3-next": "hybrid MoE (Qwen3NextForCausalLM)",
+    "deepseek-v3": "MLA MoE (DeepseekV3ForCausalLM)",
+    "deepseek-v3.2": "NSA MoE (DeepseekV32ForCausalLM)",
+    "gemma3": "multimodal (Gemma3ForConditionalGeneration)",
+    "llama4": "multimodal MoE (Llama4ForConditionalGeneration)",
+    "falcon-h1": "mamba/SSM hybrid (FalconH1ForCausalLM)",
+}
+
+# Flags the rules read that a post-init on this machine cannot take as given: they name files,
+# nodes or packages that do not exist here (a LoRA adapter, a second node, a GGUF file, a
+# disaggregation peer), or leave CUDA.
+NOT_DRAWN = {
+    "lora_paths", "enable_lora", "nnodes", "load_format", "dllm_algorithm", "disaggregation_mode", "device",
+    "model_path", "speculative_draft_model_path", "cuda_graph_config", "cpu_offload_gb",
+}  # fmt: skip
+SPECULATIVE_NEEDS_DRAFT = {"EAGLE", "EAGLE3", "STANDALONE", "DFLASH"}
+# Values users write for the flags whose rule literals alone would be unrealistic (a bound
+# plus or minus one, ``None``); the strings the rules compare with are drawn as well.
+REALISTIC: dict[str, list[Any]] = {
+    "tp_size": [1, 2, 4, 8], "dp_size": [1, 2, 4], "pp_size": [1, 2], "attn_cp_size": [1, 2], "attn_dp_size": [1, 2],
+    "page_size": [1, 16, 64], "chunked_prefill_size": [2048, 8192, -1], "cuda_graph_max_bs": [8, 64, 256],
+    "cuda_graph_max_bs_decode": [8, 64], "max_running_requests": [16, 48, 4096], "mem_fraction_static": [0.7, 0.85],
+    "schedule_conservativeness": [0.5, 1.3], "speculative_num_steps": [1, 3, 5], "speculative_num_draft_tokens": [2, 4, 8],
+    "speculative_eagle_topk": [1, 2, 4], "attention_backend": ["triton", "flashinfer", "fa3", "trtllm_mha", "trtllm_mla", "flashmla"],
+    "decode_attention_backend": ["triton", "fa3", "trtllm_mla"], "prefill_attention_backend": ["triton", "fa3"],
+    "kv_cache_dtype": ["auto", "fp8_e4m3", "fp8_e5m2"], "moe_runner_backend": ["auto", "triton", "flashinfer_trtllm", "flashinfer_cutlass", "cutlass"],
+    "moe_a2a_backend": ["none", "deepep"], "mamba_scheduler_strategy": ["auto", "no_buffer", "extra_buffer"],
+    "mamba_radix_cache_strategy": ["auto", "no_buffer", "extra_buffer"], "flashinfer_allreduce_fusion_backend": ["auto", "trtllm"],
+    "quantization": ["fp8", "modelopt_fp4"], "fp8_gemm_runner_backend": ["auto", "flashinfer_trtllm", "flashinfer_cutlass", "flashinfer_deepgemm"],
+    "cuda_graph_backend_prefill": ["breakable", "disabled"], "cuda_graph_backend_decode": ["full", "disabled"],
+}  # fmt: skip
+
+# Open disagreement classes, each with its reason: the fast tier accepts exactly these.
+KNOWN: dict[str, str] = {
+    "value: mem.vlm-factor": (
+        "0.5.10 Qwen3.5 MoE: explain's VLM-reduced mem_fraction_static is lower than the release's (0.8018 vs 0.8237 on "
+        "8x H100 192 GB); the mem.vlm-factor rule and the multimodal opt-in are being reworked"
+    ),
+}
+
+
+def versions() -> list[str]:
+    import differential
+
+    return differential.versions()
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+# ---- what the rules read ------------------------------------------------------------------------
+
+
+def _kb():  # type: ignore[no-untyped-def]
+    from pytest_sglang.explain import load
+
+    return load()
+
+
+def _literals(node: ast.AST, lists: dict[str, list]) -> list[Any]:
+    """The values a comparison's other side stands for."""
+    if isinstance(node, ast.Constant):
+        return [node.value]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [v for e in node.elts for v in _literals(e, lists)]
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "list":
+        return list(lists.get(node.attr, []))
+    if isinstance(node, ast.Name) and node.id in ("None", "True", "False"):
+        return [{"None": None, "True": True, "False": False}[node.id]]
+    return []
+
+
+def _flag_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("arg", "requested"):
+        return node.attr
+    return None
+
+
+def rule_flags() -> dict[str, list[Any]]:
+    """Every argument the rules read (directly or through derived values), with the values
+    their comparisons name: equal and unequal to a literal, inside and outside a list, either
+    side of a bound."""
+    kb = _kb()
+    texts = [r.when for r in kb.order] + [r.value or "" for r in kb.order] + [e.text for e in kb.derived.values()]
+    found: dict[str, set] = defaultdict(set)
+    for text in texts:
+        if not text:
+            continue
+        tree = ast.parse(text.strip(), mode="eval")
+        for node in ast.walk(tree):
+            name = _flag_name(node)
+            if name is not None:
+                found.setdefault(name, set())
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                for i, side in enumerate(sides):
+                    flag = _flag_name(side)
+                    if flag is None:
+                        continue
+                    for other in sides[:i] + sides[i + 1 :]:
+                        for value in _literals(other, kb.lists):
+                            if isinstance(value, bool) or value is None or isinstance(value, str):
+                                found[flag].add(value)
+                            elif isinstance(value, (int, float)):
+                                found[flag] |= {value, value + 1, max(value - 1, 1)}
+    return {k: sorted(v, key=repr) for k, v in sorted(found.items()) if k not in NOT_DRAWN}
+
+
+# ---- Hypothesis: launch commands ---------------------------------------------------------------
+
+
+def _table(version: str) -> dict:
+    import differential
+
+    return differential.table(version)["fields"]
+
+
+def _flag_words(entry: dict, value: Any) -> list[str] | None:
+    """The words that ask for ``value`` with this flag-table entry, or None when it cannot."""
+    flag, kind = entry["flags"][0], entry["kind"]
+    if kind in ("store_true", "boolean_optional"):
+        return [flag] if value is True else None
+    if kind != "store" or value is None or isinstance(value, bool):
+        return None
+    if entry.get("choices") and str(value) not in entry["choices"]:
+        return None
+    if entry.get("type") in ("int", "human_readable_int") and not (isinstance(value, int) and value >= 1):
+        return None
+    if entry.get("type") == "float" and not isinstance(value, (int, float)):
+        return None
+    nargs = entry.get("nargs")
+    if nargs in ("+", "*") or isinstance(nargs, int):
+        return [flag, str(value)]
+    return [flag, str(value)]
+
+
+def _candidates(version: str) -> dict[str, list[list[str]]]:
+    """flag -> the word groups that can ask for it in this release."""
+    fields = _table(version)
+    out: dict[str, list[list[str]]] = {}
+    for name, values in rule_flags().items():
+        entry = fields.get(name)
+        if entry is None or entry.get("deprecated"):
+            continue
+        if name in REALISTIC:
+            values = REALISTIC[name] + [v for v in values if isinstance(v, str) and v not in REALISTIC[name]]
+        groups = [w for w in (_flag_words(entry, v) for v in values) if w]
+        if entry["kind"] in ("store_true", "boolean_optional") and not groups:
+            groups = [[entry["flags"][0]]]
+        if groups:
+            out[name] = groups
+    return out
+
+
+def postinit_cases(version: str):  # type: ignore[no-untyped-def]
+    """A Hypothesis strategy: one case (argv, GPU, family) for ``version``."""
+    from hypothesis import strategies as st
+
+    candidates = _candidates(version)
+    names = sorted(candidates)
+
+    @st.composite
+    def case(draw):  # type: ignore[no-untyped-def]
+        family = draw(st.sampled_from(sorted(FAMILIES)))
+        sm = draw(st.sampled_from(sorted(GPUS)))
+        gpu = {"sm": sm, "name": GPUS[sm], "memory_mib": draw(st.sampled_from(MEMORY_MIB)), "count": draw(st.sampled_from(COUNTS))}
+        argv = ["--model-path", f"{PLACEHOLDER}/{family}"]
+        chosen = draw(st.lists(st.sampled_from(names), max_size=3, unique=True))
+        for name in chosen:
+            words = draw(st.sampled_from(candidates[name]))
+            if name in ("tp_size", "dp_size", "pp_size") and int(words[-1]) > gpu["count"]:
+                words = [words[0], str(gpu["count"])]
+            argv += words
+            if name == "speculative_algorithm" and words[-1] in SPECULATIVE_NEEDS_DRAFT:
+                argv += ["--speculative-draft-model-path", f"{PLACEHOLDER}/{family}"]
+        return {"family": family, "gpu": gpu, "argv": argv, "flags": sorted(chosen)}
+
+    return case()
+
+
+def generate(version: str, count: int, *, derandomize: bool, seed: int | None = None) -> list[dict]:
+    """``count`` distinct cases for a release (the same ones every time when ``derandomize``),
+    every family and every SM first, then spread over the draw."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    drawn: list[dict] = []
+
+    @settings(max_examples=count * 40, derandomize=derandomize, database=None, phases=[Phase.generate], deadline=None, suppress_health_check=list(HealthCheck))
+    @given(postinit_cases(version))
+    def collect(case: dict) -> None:
+        drawn.append(case)
+
+    if seed is not None and not derandomize:
+        from hypothesis import seed as fixed
+
+        collect = fixed(seed)(collect)
+    collect()
+    distinct = list({json.dumps(c, sort_keys=True): c for c in drawn}.values())
+    random.Random(len(distinct)).shuffle(distinct)
+    chosen: list[dict] = []
+    seen: set[str] = set()
+    for marks_of in (lambda c: {f"family:{c['family']}"}, lambda c: {f"sm:{c['gpu']['sm']}"}, lambda c: {f"flag:{f}" for f in c["flags"]}):
+        for case in distinct:  # every family first, then every SM, then every flag
+            if len(chosen) < count and case not in chosen and marks_of(case) - seen:
+                chosen.append(case)
+                seen |= marks_of(case) | {f"family:{case['family']}", f"sm:{case['gpu']['sm']}", *(f"flag:{f}" for f in case["flags"])}
+    rest = [c for c in distinct if c not in chosen]
+    step = max(len(rest) / max(count - len(chosen), 1), 1.0)
+    chosen += [rest[int(i * step)] for i in range(min(count - len(chosen), len(rest)))]
+    return [{"name": f"{version}-{i:03d}", **case} for i, case in enumerate(chosen)]
+
+
+# ---- the release's answers ---------------------------------------------------------------------
+
+
+def real_answers(version: str, python: Path, cases: list[dict]) -> dict:
+    """What the release's own post-init made of each case on its simulated GPU, from one import
+    of the release: ``{name: {"fields", "parsed"} | {"error"}}`` (field names as SGLang reports
+    them: ``from_cli_args`` renames applied to the parsed namespace)."""
+    import hashlib
+
+    import flag_table_live
+
+    cache = os.environ.get("SGLANG_POSTINIT_CACHE")  # a directory keeping answers between runs
+    key = hashlib.sha256(json.dumps([version, cases, (HERE / "sglang_postinit.py").read_text()], sort_keys=True).encode()).hexdigest()[:16]
+    cached = Path(cache) / f"{version}-{key}.json" if cache else None
+    if cached is not None and cached.exists():
+        return json.loads(cached.read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        with zipfile.ZipFile(flag_table_live.wheel(version)) as whl:
+            whl.extractall(src)
+        with zipfile.ZipFile(flag_table_live.wheel(version)) as whl:
+            metadata = next(whl.read(n).decode() for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
+        pin = re.search(r"^Requires-Dist: transformers==([\d.]+)", metadata, re.M)
+        env = {
+            **os.environ, "PYTHONPATH": str(src), "SGLANG_FROM_WHEEL": version, "SGLANG_MODEL_CONFIGS": str(MODELS),
+            "SGLANG_TRANSFORMERS_PIN": pin.group(1) if pin else "",
+        }  # fmt: skip
+        requests = [{"name": c["name"], "argv": c["argv"], "gpu": c["gpu"]} for c in cases]
+        out = subprocess.run([str(python), str(HERE / "sglang_postinit.py")], input=json.dumps(requests), env=env, capture_output=True, text=True)
+        if out.returncode:
+            raise RuntimeError(f"sglang {version}: sglang_postinit.py failed: {out.stderr.strip().splitlines()[-1:]}")
+        moved = flag_table_live.renames((src / "sglang" / "srt" / "server_args.py").read_text())
+    answers = json.loads(out.stdout)
+    for answer in answers.values():
+        if "parsed" in answer:
+            answer["parsed"] = flag_table_live._renamed(answer["parsed"], moved)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(answers))
+    return answers
+
+
+_MISSING = object()
+
+
+def _path(mapping: Any, dotted: str) -> Any:
+    value = mapping
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            return _MISSING
+    return value
+
+
+def settings() -> list[str]:
+    """The settings the rules predict a post-init value for."""
+    return sorted({r.setting for r in _kb().order if r.kind in ("override", "cap") and not r.setting.startswith("runtime.")})
+
+
+def stored_answer(answer: dict) -> dict:
+    """The part of an answer the comparison reads: the refusal, or each rule setting's value
+    after post-init and the rule settings post-init changed."""
+    if "error" in answer:
+        return {"error": answer["error"]}
+    fields, parsed = answer["fields"], answer["parsed"]
+    names = settings()
+    values = {s: v for s in names if (v := _path(fields, s)) is not _MISSING}
+    changed = sorted(s for s in values if (before := _path(parsed, s)) is not _MISSING and before != values[s])
+    return {"values": values, "changed": changed}
+
+
+# ---- the comparison ----------------------------------------------------------------------------
+
+
+def command(case: dict) -> str:
+    argv = [w.replace(PLACEHOLDER, str(MODELS)) for w in case["argv"]]
+    return "python -m sglang.launch_server " + shlex.join(argv)
+
+
+def explain(case: dict, version: str):  # type: ignore[no-untyped-def]
+    from pytest_sglang.explain import explain_launch
+
+    gpu = case["gpu"]
+    return explain_launch(
+        command(case), gpu=gpu["name"], sm=gpu["sm"], gpus=gpu["count"], gpu_memory=gpu["memory_mib"],
+        sglang_version=version, model=str(MODELS / case["family"] / "config.json"),
+    )  # fmt: skip
+
+
+def _same(predicted: Any, actual: Any) -> bool:
+    if isinstance(predicted, bool) or isinstance(actual, bool):
+        return predicted is actual or (predicted is not None and actual is not None and bool(predicted) == bool(actual) and {type(predicted), type(actual)} <= {bool, int})
+    if isinstance(predicted, (int, float)) and isinstance(actual, (int, float)):
+        return math.isclose(predicted, actual, rel_tol=1e-6, abs_tol=1e-9)
+    return predicted == actual
+
+
+POSTINIT_SOURCES = ("sglang/srt/server_args.py", "sglang/srt/arg_groups/")
+
+
+def refuses_in_post_init(rule) -> bool:  # type: ignore[no-untyped-def]
+    """Whether an error rule's refusal is raised by post-init (its sources are the server
+    arguments' handlers); the others refuse later (building the attention backend, loading
+    the weights) and are proven by source only."""
+    return all(source.file.startswith(POSTINIT_SOURCES) for source in rule.sources)
+
+
+def compare(case: dict, version: str, answer: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str]], dict[str, list[str]]]:
+    """(disagreements, reported, agreed): disagreements and reported findings as (class,
+    detail); ``agreed`` maps each check kind (value, error, noop) to the rules that agreed."""
+    kb = _kb()
+    kinds = {r.id: r.kind for r in kb.order}
+    later = {r.id for r in kb.order if r.kind == "error" and not refuses_in_post_init(r)}
+    try:
+        explanation = explain(case, version)
+    except Exception as exc:  # noqa: BLE001 - explain must never raise on a valid command
+        return [(f"crash: explain_launch raised {type(exc).__name__}", str(exc)[:300])], [], {}
+    findings = [f for f in explanation.findings if f.rule in kinds]
+    bad: list[tuple[str, str]] = []
+    reported: list[tuple[str, str]] = []
+    agreed: dict[str, list[str]] = defaultdict(list)
+    errors = [f for f in findings if kinds[f.rule] == "error" and f.rule not in later]
+    if "error" in answer:
+        if errors:
+            agreed["error"] += [f.rule for f in errors]
+        else:
+            reported.append((f"refused: {_shape(answer['error'])}", answer["error"]))
+        return bad, reported, dict(agreed)
+    for f in errors:
+        bad.append((f"error: {f.rule}", f"explain: {f.summary} | SGLang {version} accepted the command"))
+    for f in findings:
+        if kinds[f.rule] == "noop":  # the command starts; that the flag then does nothing is by source
+            agreed["noop"].append(f.rule)
+    values = answer["values"]
+    predicted_settings: set[str] = set()
+    for f in findings:
+        if kinds[f.rule] not in ("override", "cap") or f.setting.startswith("runtime.") or f.predicted is None:
+            continue
+        predicted_settings.add(f.setting)
+        if f.setting not in values:
+            bad.append((f"value: {f.rule} (no such field)", f"{f.setting} is not a field of SGLang {version}"))
+        elif _same(f.predicted, values[f.setting]):
+            agreed["value"].append(f.rule)
+        else:
+            bad.append((f"value: {f.rule}", f"{f.setting}: explain {f.predicted!r}, SGLang {version} {values[f.setting]!r}"))
+    for setting in answer["changed"]:
+        if setting not in predicted_settings:
+            reported.append((f"miss: {setting}", f"SGLang {version} set {setting}={values[setting]!r}; no finding says so"))
+    return bad, reported, dict(agreed)
+
+
+def _shape(message: str) -> str:
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'V'", message)
+    text = re.sub(r"\b\d+(\.\d+)*\b", "N", text)
+    return text[:100]
+
+
+def known(cls: str, known_classes: dict[str, str]) -> str | None:
+    """The reason a disagreement class is open, when it is listed."""
+    return next((reason for prefix, reason in known_classes.items() if cls == prefix or cls.startswith(prefix + " ")), None)
+
+
+# ---- the run and its report --------------------------------------------------------------------
+
+
+def empty_report() -> dict:
+    return {"generated": {}, "refused": {}, "classes": defaultdict(list), "reported": defaultdict(list), "agreed": defaultdict(lambda: defaultdict(set))}
+
+
+def add(report: dict, version: str, case: dict, answer: dict) -> None:
+    bad, reported, agreed = compare(case, version, answer)
+    for cls, detail in bad:
+        report["classes"][cls].append({"release": version, "name": case["name"], "command": command_text(case), "gpu": case["gpu"], "detail": detail})
+    for cls, detail in reported:
+        report["reported"][cls].append({"release": version, "name": case["name"], "detail": detail})
+    for kind, rules in agreed.items():
+        for rule in rules:
+            report["agreed"][rule][kind].add(version)
+
+
+def command_text(case: dict) -> str:
+    return "python -m sglang.launch_server " + shlex.join(case["argv"])
+
+
+def run(releases: Iterable[str], cases_of: Callable[[str], list[dict]], python: Path, *, log: Callable[[str], None] = print) -> dict:
+    report = empty_report()
+    for version in releases:
+        started = time.monotonic()
+        cases = cases_of(version)
+        answers = {name: stored_answer(a) for name, a in real_answers(version, python, cases).items()}
+        report["generated"][version] = len(cases)
+        report["refused"][version] = sum("error" in answers[c["name"]] for c in cases)
+        for case in cases:
+            add(report, version, case, answers[case["name"]])
+        log(f"{version}: {len(cases)} commands, {report['refused'][version]} refused, {time.monotonic() - started:.0f} s")
+    return report
+
+
+def per_release(report: dict) -> dict[str, dict[str, int]]:
+    """Commands, refusals, disagreements, misses per release."""
+    out = {v: {"commands": n, "refused": report["refused"].get(v, 0), "disagreements": 0, "known": 0, "misses": 0} for v, n in report["generated"].items()}
+    known_classes = report.get("known", KNOWN)
+    for cls, items in report["classes"].items():
+        for item in items:
+            out[item["release"]]["known" if known(cls, known_classes) else "disagreements"] += 1
+    for cls, items in report["reported"].items():
+        if cls.startswith("miss:"):
+            for item in items:
+                out[item["release"]]["misses"] += 1
+    return dict(sorted(out.items(), key=lambda kv: _key(kv[0])))
+
+
+def render(report: dict) -> str:
+    rows = per_release(report)
+    lines = ["release  commands  refused  disagreements  known  misses"]
+    lines += [f"{v:8} {r['commands']:9} {r['refused']:8} {r['disagreements']:14} {r['known']:6} {r['misses']:7}" for v, r in rows.items()]
+    known_classes = report.get("known", KNOWN)
+    checks = {kind: sum(1 for kinds in report["agreed"].values() if kind in kinds) for kind in ("value", "error", "noop")}
+    lines.append(f"\nrules that agreed with an execution: {len(report['agreed'])} (value {checks['value']}, error {checks['error']}, noop {checks['noop']})")
+    reported = report["reported"]
+    for title, classes in (("disagreements", report["classes"]), ("reported (misses, unpredicted refusals)", reported)):
+        total = sum(len(v) for v in classes.values())
+        lines.append(f"\n{title}: {total} in {len(classes)} classes")
+        for cls, items in sorted(classes.items(), key=lambda kv: -len(kv[1])):
+            releases = sorted({i["release"] for i in items}, key=_key)
+            reason = known(cls, known_classes) if classes is report["classes"] else None
+            lines.append(f"[{len(items)}x, {releases[0]}..{releases[-1]}] {cls}" + (f"  (known: {reason})" if reason else ""))
+            if True:
+                lines.append(f"    e.g. {items[0]['release']} {items[0]['name']}: {items[0]['detail'][:300]}")
+                if "command" in items[0]:
+                    lines.append(f"    {items[0]['command']}  gpu={items[0]['gpu']}")
+    return "\n".join(lines)
+
+
+def stored() -> dict:
+    return json.loads(DATA.read_text())
+
+
+def write_stored(python: Path, releases: list[str] | None = None) -> dict:
+    """The fixed set: STORED_PER_RELEASE derandomized cases per release with their answers
+    (releases not named keep their stored cases)."""
+    import hypothesis
+
+    data = stored() if DATA.exists() and releases else {"releases": {}}
+    out: dict[str, Any] = {
+        "about": (
+            "Launch commands over the flags the explain rules read, crossed with simulated GPUs and model families "
+            "(Hypothesis, derandomized), and what each SGLang release's own prepare_server_args (post-init and its "
+            "handlers; 0.5.19+ also resolve_once) made of them: each rule setting's value, the rule settings it changed, "
+            "the other fields it changed, or the one-line refusal. {models} is tests/data/model-configs. Written by "
+            "tests/real_sglang/postinit_differential.py --store; checked by tests/test_postinit_differential.py and by the "
+            "real tier. 'known' lists the open disagreement classes with their reasons."
+        ),
+        "hypothesis": hypothesis.__version__,
+        "known": KNOWN,
+        "releases": dict(data.get("releases", {})),
+    }
+    for version in releases or versions():
+        cases = generate(version, STORED_PER_RELEASE, derandomize=True)
+        answers = real_answers(version, python, cases)
+        out["releases"][version] = {"cases": [{**case, "answer": stored_answer(answers[case["name"]])} for case in cases]}
+        print(f"{version}: {len(cases)} stored", file=sys.stderr)
+    out["releases"] = dict(sorted(out["releases"].items(), key=lambda kv: _key(kv[0])))
+    # One case a line: a modest file whose diffs show which answers changed.
+    text = json.dumps({k: v for k, v in out.items() if k != "releases"}, indent=1)[:-2] + ',\n "releases": {\n'
+    text += ",\n".join(
+        f"  {json.dumps(v)}: {{\"cases\": [\n" + ",\n".join("   " + json.dumps(c, sort_keys=True) for c in r["cases"]) + "\n  ]}"
+        for v, r in out["releases"].items()
+    )
+    DATA.write_text(text + "\n }\n}\n")
+    return out
+
+
+def check_stored(data: dict | None = None) -> dict:
+    data = data or stored()
+    report = empty_report()
+    report["known"] = data.get("known", {})
+    for version, release in data["releases"].items():
+        report["generated"][version] = len(release["cases"])
+        report["refused"][version] = sum("error" in c["answer"] for c in release["cases"])
+        for case in release["cases"]:
+            add(report, version, case, case["answer"])
+    return report
+
+
+# ---- the docs page's tables ---------------------------------------------------------------------
+
+BEGIN, END = "<!-- tables: written by postinit_differential.py --docs -->", "<!-- end of tables -->"
+
+
+def _span(releases: Iterable[str]) -> str:
+    """``0.5.5-0.5.9, 0.5.12`` for a set of releases (runs of consecutive known releases)."""
+    known_releases = versions()
+    chosen = sorted(set(releases), key=_key)
+    runs: list[list[str]] = []
+    for v in chosen:
+        if runs and known_releases.index(v) == known_releases.index(runs[-1][-1]) + 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return ", ".join(r[0] if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def docs_tables(data: dict | None = None) -> str:
+    """The generated part of docs/explain-proof.md, from the stored set and the current rules."""
+    data = data or stored()
+    report = check_stored(data)
+    kb = _kb()
+    lines = ["### Commands and disagreements per release", "", "| release | commands | refused by SGLang | disagreements | known (open) | misses |", "|---|---|---|---|---|---|"]
+    for v, r in per_release(report).items():
+        lines.append(f"| {v} | {r['commands']} | {r['refused']} | {r['disagreements']} | {r['known']} | {r['misses']} |")
+    total = per_release(report).values()
+    lines.append(f"| all | {sum(r['commands'] for r in total)} | {sum(r['refused'] for r in total)} | {sum(r['disagreements'] for r in total)} | {sum(r['known'] for r in total)} | {sum(r['misses'] for r in total)} |")
+    lines += ["", "### Rules proven by execution", "", "Each rule below fired in the stored set and its prediction agreed with what the release did (the releases listed).", "", "| rule | check | releases |", "|---|---|---|"]
+    proven = {rule: kinds for rule, kinds in report["agreed"].items() if kinds.keys() & {"value", "error"}}
+    for rule in sorted(proven):
+        for kind, releases in sorted(proven[rule].items()):
+            if kind == "noop":
+                continue
+            lines.append(f"| `{rule}` | {kind} | {_span(releases)} |")
+    lines += ["", "### Rules proven by source only", "", "The other rules: their `runtime.` value is decided after post-init, or no stored command made them fire. Each is tied to the release's source by its anchors (`tests/real_sglang/test_kb_sources.py`).", "", "| rule | why not by execution |", "|---|---|"]
+    for rule in kb.order:
+        if rule.id in proven or rule.kind in ("deprecated", "unknown-flag"):
+            continue
+        if rule.setting.startswith("runtime."):
+            why = "decided after post-init (runtime)"
+        elif rule.kind == "error" and not refuses_in_post_init(rule):
+            why = "refuses after post-init (" + ", ".join(sorted({s.file.removeprefix("sglang/srt/") for s in rule.sources})) + ")"
+        elif rule.kind == "noop":
+            why = "no effect at run time (" + ", ".join(sorted({s.file.removeprefix("sglang/srt/") for s in rule.sources})) + ")"
+        else:
+            why = "did not fire in the stored set"
+        lines.append(f"| `{rule.id}` | {why} |")
+    lines += ["", "### Open disagreement classes", ""]
+    if data.get("known"):
+        lines += ["| class | reason |", "|---|---|"] + [f"| `{cls}` | {reason} |" for cls, reason in sorted(data["known"].items())]
+    else:
+        lines.append("None.")
+    return "\n".join(lines) + "\n"
+
+
+def write_docs() -> None:
+    text = DOCS.read_text()
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    DOCS.write_text(f"{head}{BEGIN}\n\n{docs_tables()}\n{END}{tail}")
+
+
+def docs_block() -> str:
+    """The generated block as the docs page holds it."""
+    text = DOCS.read_text()
+    return text.partition(BEGIN)[2].partition(END)[0].strip("\n") + "\n"
+
+
+if __name__ == "__main__":
+    import argparse
+
+    cli = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    cli.add_argument("releases", nargs="*", help="releases to compare (default: every release with a flag table)")
+    cli.add_argument("--examples", type=int, default=12, help="fresh commands per release (default 12)")
+    cli.add_argument("--seed", type=int, default=None, help="a fixed seed for the fresh sample")
+    cli.add_argument("--store", action="store_true", help="rewrite the stored fixed set (of the releases named, or all)")
+    cli.add_argument("--check-stored", action="store_true", help="check the stored set against the current explain")
+    cli.add_argument("--docs", action="store_true", help="rewrite the generated tables of docs/explain-proof.md")
+    options = cli.parse_args()
+    if options.docs:
+        write_docs()
+        sys.exit(0)
+    if options.check_stored:
+        result = check_stored()
+    else:
+        import harness
+
+        python = harness.ensure_environment()
+        if options.store:
+            write_stored(python, options.releases or None)
+            result = check_stored()
+        else:
+            chosen = options.releases or versions()
+            result = run(chosen, lambda v: generate(v, options.examples, derandomize=False, seed=options.seed), python, log=lambda m: print(m, file=sys.stderr))
+    print(render(result))
+    sys.exit(1 if any(not known(c, result.get("known", KNOWN)) for c in result["classes"]) else 0)

@@ -1,0 +1,371 @@
+"""Run inside the harness's SGLang environment (never imported by the project): what a release's
+own post-init makes of launch commands on a simulated GPU.
+
+    python sglang_postinit.py < cases     # one JSON line: {name: {"fields": {...}} | {"error": "..."}}
+
+A case is ``{"name", "argv", "gpu": {"sm", "name", "memory_mib", "count"}}``; ``{models}`` in an
+argv word is the directory of the model configs (``tests/data/model-configs``), given as
+``SGLANG_MODEL_CONFIGS``. Each case runs the release's ``prepare_server_args(argv)`` (argparse,
+``ServerArgs.__post_init__`` and its handlers; from 0.5.19 also ``resolve_once()``, the
+resolution pipeline a launch runs before it logs ``server_args=``), on a GPU simulated at the
+seams SGLang reads hardware from:
+
+- ``torch.cuda``: ``is_available``, ``is_initialized`` (so no NVML probe runs),
+  ``device_count``, ``current_device``, ``get_device_capability``, ``get_device_name``,
+  ``get_device_properties``, ``mem_get_info``; ``torch.version.cuda``;
+- ``nvidia-smi`` on ``PATH``: a script answering the ``--query-gpu`` memory, name and
+  compute-capability queries for every simulated GPU;
+- SGLang's cached probes (``is_sm90_supported``, ``is_sm100_supported``, ``is_blackwell``,
+  ``get_device_sm``, ``is_cuda`` ...): their ``lru_cache`` is emptied before every case, so they
+  compute again from the simulated ``torch.cuda``; module-level copies (``_device_sm``,
+  ``_is_sm100_supported`` ...) are recomputed; ``is_flashinfer_available`` answers True (a GPU
+  host has FlashInfer; this environment has not) and ``cpu_has_amx_support`` False, in every
+  module that imported them by name.
+
+The answer has ``fields`` (every ServerArgs field after post-init, JSON-able) and ``parsed``
+(what argparse made of argv, before post-init), or ``error``: the one-line exception. No network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import sglang_offline  # noqa: E402  (sets SGLANG_USE_CPU_ENGINE; popped below: the GPU is simulated)
+
+os.environ.pop("SGLANG_USE_CPU_ENGINE", None)
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+GPU: dict = {"sm": 90, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "count": 8}
+CUDA_VERSION = "12.9"
+# Module-level copies of probes, recomputed for each case: name -> the probe in utils.common.
+CONSTANTS = {
+    "_device_sm": "get_device_sm",
+    "_is_sm90_supported": "is_sm90_supported",
+    "_is_sm100_supported": "is_sm100_supported",
+    "_is_sm120_supported": "is_sm120_supported",
+    "_is_sm120": "is_sm120_supported",
+    "_IS_SM120": "is_sm120_supported",
+    "_is_blackwell": "is_blackwell_supported",
+    "_is_blackwell_supported": "is_blackwell_supported",
+    "_is_cuda": "is_cuda",
+    "_is_cuda_alike": "is_cuda_alike",
+    "_is_flashinfer_available": "is_flashinfer_available",
+}
+FIXED = {"is_flashinfer_available": True, "cpu_has_amx_support": False}
+
+_NVIDIA_SMI = """#!{python}
+import json, os, sys
+gpu = json.load(open(os.environ["SIMULATED_GPU_FILE"]))
+query = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--query-gpu=")), None)
+if query is None:
+    print("NVIDIA-SMI (simulated)")
+    sys.exit(0)
+values = {{"memory.total": str(gpu["memory_mib"]), "name": gpu["name"], "compute_cap": f"{{gpu['sm'] // 10}}.{{gpu['sm'] % 10}}",
+          "memory.used": "0", "memory.free": str(gpu["memory_mib"]), "index": None}}
+for i in range(gpu["count"]):
+    row = [str(i) if q == "index" else values.get(q, "[N/A]") for q in query.split(",")]
+    print(", ".join(row))
+"""
+
+
+def _simulate_torch() -> None:
+    """The torch.cuda seams, reading the current case's GPU (installed before SGLang is imported,
+    so what SGLang computes at import sees a CUDA host)."""
+    import torch
+
+    def props(device=None):  # noqa: ANN001, ANN202
+        return types.SimpleNamespace(
+            name=GPU["name"], major=GPU["sm"] // 10, minor=GPU["sm"] % 10, total_memory=GPU["memory_mib"] * 2**20,
+            multi_processor_count=132, is_integrated=False, is_multi_gpu_board=False, L2_cache_size=50 * 2**20, gcnArchName="",
+        )  # fmt: skip
+
+    cuda = torch.cuda
+    cuda.is_available = lambda: not _at_import()
+    cuda.is_initialized = lambda: True
+    cuda.device_count = lambda: GPU["count"]
+    cuda.current_device = lambda: 0
+    cuda.get_device_capability = lambda device=None: (GPU["sm"] // 10, GPU["sm"] % 10)
+    cuda.get_device_name = lambda device=None: GPU["name"]
+    cuda.get_device_properties = props
+    cuda.mem_get_info = lambda device=None: (GPU["memory_mib"] * 2**20, GPU["memory_mib"] * 2**20)
+    torch.version.cuda = CUDA_VERSION
+
+
+class _KernelStandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``sgl_kernel`` has no CPU build: the harness installs a stand-in with the names SGLang's
+    CPU engine imports. Older releases import more of it at module level (``from sgl_kernel
+    import silu_and_mul``); every missing name or submodule becomes a stand-in that raises
+    when called. Post-init never calls a kernel."""
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201
+        if name.startswith("sgl_kernel."):
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):  # noqa: ANN001, ANN201
+        module = types.ModuleType(spec.name)
+        module.__path__ = []  # type: ignore[attr-defined]
+        module.__getattr__ = _stand_in  # type: ignore[attr-defined]
+        return module
+
+    def exec_module(self, module) -> None:  # noqa: ANN001
+        return None
+
+
+class _StandIn:
+    """A missing ``sgl_kernel`` name: its attributes are stand-ins too; calling it while a module
+    is imported (a decorator, a constant) gives another stand-in, calling it later raises."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> "_StandIn":
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _StandIn(f"{self._name}.{attr}")
+
+    def __call__(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN204
+        if _at_import():
+            return _StandIn(f"{self._name}()")
+        raise RuntimeError(f"sgl_kernel.{self._name} is a stand-in (no kernel runs in post-init)")
+
+    def __mro_entries__(self, bases):  # noqa: ANN001, ANN204
+        return (object,)
+
+
+def _stand_in(name: str) -> _StandIn:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _StandIn(name)
+
+
+def _tolerate_kernel_imports() -> None:
+    import sgl_kernel
+    import torch
+
+    register_fake = torch.library.register_fake
+
+    def tolerant(op, func=None, /, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        # Older releases register fake kernels for sgl_kernel operators at import; the
+        # stand-in defines none of them, so the registration is skipped.
+        if not (isinstance(op, str) and op.startswith("sgl_kernel::")):
+            return register_fake(op, func, *args, **kwargs)
+
+        def register(fn):  # noqa: ANN001, ANN202
+            try:
+                return register_fake(op, fn, *args, **kwargs)
+            except RuntimeError:
+                return fn
+
+        return register(func) if func is not None else register
+
+    torch.library.register_fake = tolerant
+
+    if not hasattr(sgl_kernel, "__getattr__"):
+        sgl_kernel.__getattr__ = _stand_in  # type: ignore[attr-defined]
+    if not hasattr(sgl_kernel, "__path__"):
+        sgl_kernel.__path__ = []  # type: ignore[attr-defined]
+    sys.meta_path.insert(0, _KernelStandIns())
+
+
+def _clear_probe_caches() -> None:
+    common = sys.modules.get("sglang.srt.utils.common")
+    for value in list(vars(common).values()) if common is not None else ():
+        if isinstance(value, functools._lru_cache_wrapper):
+            value.cache_clear()
+
+
+class _ImportsSeeTheCpu(importlib.abc.MetaPathFinder):
+    """An SGLang module imported while a case runs computes its top-level probes as on this
+    machine (no CUDA: only what is installed here is imported), and leaves no cached answer
+    behind: the probe caches are emptied before and after its top-level code."""
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201
+        if not name.startswith("sglang"):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_seeing_the_cpu(module) -> None:  # noqa: ANN001
+            _clear_probe_caches()
+            try:
+                exec_module(module)
+            finally:
+                _clear_probe_caches()
+
+        spec.loader.exec_module = exec_seeing_the_cpu  # type: ignore[method-assign]
+        return spec
+
+
+def _simulate_nvidia_smi(tmp: str) -> str:
+    """A ``nvidia-smi`` first on PATH; returns the file the current GPU is written to."""
+    bin_dir = os.path.join(tmp, "bin")
+    os.makedirs(bin_dir)
+    script = os.path.join(bin_dir, "nvidia-smi")
+    with open(script, "w") as f:
+        f.write(_NVIDIA_SMI.format(python=sys.executable))
+    os.chmod(script, 0o755)
+    state = os.path.join(tmp, "gpu.json")
+    os.environ["SIMULATED_GPU_FILE"] = state
+    os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    return state
+
+
+# Model types the environment's transformers knows that a release's pinned transformers did not,
+# by the pin's major version: releases that pin transformers 4 (0.5.5-0.5.9) carry their own
+# fallback for DeepSeek V3.2 (read as DeepseekV3ForCausalLM with its NSA indexer) and take it
+# only when AutoConfig does not know the model type.
+UNKNOWN_TO_PIN = {4: ("deepseek_v32",)}
+
+
+def _as_pinned_transformers() -> None:
+    pin = os.environ.get("SGLANG_TRANSFORMERS_PIN", "")
+    hidden = UNKNOWN_TO_PIN.get(int(pin.split(".")[0]) if pin[:1].isdigit() else 0, ())
+    if not hidden:
+        return
+    from transformers.models.auto import configuration_auto
+
+    for name in hidden:
+        configuration_auto.CONFIG_MAPPING_NAMES.pop(name, None)
+        configuration_auto.CONFIG_MAPPING._extra_content.pop(name, None)
+        configuration_auto.CONFIG_MAPPING._modules.pop(name, None)
+
+
+def _sglang_modules() -> list[types.ModuleType]:
+    return [m for name, m in list(sys.modules.items()) if name.startswith("sglang") and isinstance(m, types.ModuleType)]
+
+
+def _at_import() -> bool:
+    """Whether a module is being imported further up the stack (its top-level code runs)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") != "__main__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _fix_helpers() -> None:
+    """The probes that answer regardless of the GPU, in every module holding them: a GPU host has
+    FlashInfer (``is_flashinfer_available`` True when called by a function; at a module's top
+    level it stays False, since the modules it would import are not installed here) and no AMX
+    CPU path (``cpu_has_amx_support`` False)."""
+    from sglang.srt.utils import common
+
+    for name, answer in FIXED.items():
+        original = getattr(common, name, None)
+        if original is None:
+            continue
+
+        def fixed(*args, _answer=answer, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            return False if _answer and _at_import() else _answer
+
+        fixed.__name__ = name
+        for module in _sglang_modules():
+            if getattr(module, name, None) is original:
+                setattr(module, name, fixed)
+
+
+def _for_this_gpu(gpu: dict, state: str) -> None:
+    """Make every probe answer for ``gpu``: caches emptied, module copies recomputed."""
+    GPU.update(gpu)
+    with open(state, "w") as f:
+        json.dump(GPU, f)
+    from sglang.srt.utils import common
+
+    for module in _sglang_modules():
+        for value in list(vars(module).values()):
+            if isinstance(value, functools._lru_cache_wrapper):
+                value.cache_clear()
+    for module in _sglang_modules():
+        for name, probe in CONSTANTS.items():
+            if name in vars(module) and hasattr(common, probe):
+                setattr(module, name, getattr(common, probe)())
+
+
+def _plain(value):  # noqa: ANN001, ANN202
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [_plain(v) for v in value]
+        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if hasattr(value, "__struct_fields__"):
+        return {f: _plain(getattr(value, f)) for f in value.__struct_fields__}
+    return repr(value)
+
+
+def fields_after_post_init(argv: list[str]) -> dict:
+    from sglang.srt.server_args import prepare_server_args
+
+    args = prepare_server_args(list(argv))
+    if hasattr(args, "resolve_once"):  # 0.5.19+: the resolution pipeline a launch runs
+        args.resolve_once()
+        return _plain(args.resolved_dict())
+    return _plain(args)
+
+
+def run(cases: list[dict]) -> dict:
+    models = os.environ["SGLANG_MODEL_CONFIGS"]
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="sglang-postinit-") as tmp:
+        state = _simulate_nvidia_smi(tmp)
+        _for_this_gpu(GPU, state)
+        _simulate_torch()
+        _tolerate_kernel_imports()
+        sys.meta_path.insert(0, _ImportsSeeTheCpu())
+        _as_pinned_transformers()
+        import sglang.srt.server_args  # noqa: F401  (on the simulated CUDA host)
+
+        _fix_helpers()
+        for case in cases:
+            argv = [w.replace("{models}", models) for w in case["argv"]]
+            _for_this_gpu(case["gpu"], state)
+            saved = dict(os.environ)
+            answer: dict = {}
+            try:
+                answer["parsed"] = _plain(sglang_offline._parsed(argv))
+                imported = len(sys.modules)
+                answer["fields"] = fields_after_post_init(argv)
+                if len(sys.modules) != imported:
+                    # Modules imported on the way cached CPU answers: ask again, all imported.
+                    _for_this_gpu(case["gpu"], state)
+                    _fix_helpers()
+                    answer["fields"] = fields_after_post_init(argv)
+            except BaseException as exc:  # argparse's SystemExit too
+                answer = {"error": sglang_offline._one_line(exc)}
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+            out[case["name"]] = json.loads(json.dumps(answer, default=repr).replace(models, "{models}"))
+    return out
+
+
+if __name__ == "__main__":
+    if os.environ.get("SGLANG_FROM_WHEEL"):
+        sglang_offline._tolerate_known_transformers_configs()
+    sglang_offline._refuse_the_network()
+    cases = json.load(sys.stdin)
+    with contextlib.redirect_stdout(sys.stderr):  # what SGLang prints is not the answer
+        result = run(cases)
+    json.dump(result, sys.stdout, sort_keys=True, separators=(",", ":"))
+    sys.stdout.write("\n")
