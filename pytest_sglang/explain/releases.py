@@ -92,7 +92,8 @@ def explain_unknown_release(parsed: Mapping[str, LaunchCommand], situation_for: 
                     update={
                         "severity": "info",
                         "lint": False,
-                        "title": f"in SGLang {where} only: {newest.title}",
+                        # The rules say what these releases do; they do not prove the others never do it.
+                        "title": f"in SGLang {where}: {newest.title}",
                         "summary": f"if the server runs SGLang {where}: {newest.summary}",
                     }
                 )
@@ -106,7 +107,7 @@ def explain_unknown_release(parsed: Mapping[str, LaunchCommand], situation_for: 
     else:
         lead = "the SGLang version is unknown, and no release from {} to {} accepts every flag of the command".format(known[0], known[-1])
     notes = [
-        f"{lead}; findings hold for each of those releases, and what holds for only some is an info line naming them "
+        f"{lead}; findings hold for each of those releases, and what holds for some is an info line naming those "
         "(give --sglang-version to judge one release)",
         *dict.fromkeys(n for e in per.values() for n in e.notes if "version" not in n and "flag table" not in n),
     ]
