@@ -25,7 +25,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT))
+if str(ROOT) not in sys.path and __name__ == "__main__":  # run as a script from a checkout; imported by tests, the package is installed
+    sys.path.insert(0, str(ROOT))
 
 from packaging.version import Version  # noqa: E402
 
