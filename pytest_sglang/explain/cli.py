@@ -63,29 +63,14 @@ def run(args: argparse.Namespace) -> int:
     given = [g for g in (args.target is not None, launch_text is not None, startup is not None) if g]
     if len(given) != 1:
         raise SpecError("give either a TARGET or --launch/--launch-file, or --startup-line: exactly one of them")
+    # The facts a launch command or a start-up line is explained with (a target reports its own).
+    facts = {name: getattr(args, name) for name in ("gpu", "sm", "gpus", "gpu_memory", "sglang_version", "model")}
     if startup is not None:
         from .startup import explain_startup_line
 
-        explanation: Explanation = explain_startup_line(
-            startup[0],
-            source=startup[1],
-            gpu=args.gpu,
-            sm=args.sm,
-            gpus=args.gpus,
-            gpu_memory=args.gpu_memory,
-            sglang_version=args.sglang_version,
-            model=args.model,
-        )
+        explanation: Explanation = explain_startup_line(startup[0], source=startup[1], **facts)
     elif launch_text is not None:
-        explanation = explain_launch(
-            launch_text,
-            gpu=args.gpu,
-            sm=args.sm,
-            gpus=args.gpus,
-            gpu_memory=args.gpu_memory,
-            sglang_version=args.sglang_version,
-            model=args.model,
-        )
+        explanation = explain_launch(launch_text, **facts)
     else:
         for name in ("gpu", "gpus", "gpu_memory", "sglang_version", "model"):
             if getattr(args, name) is not None:
