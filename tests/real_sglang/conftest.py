@@ -68,7 +68,11 @@ def _serve(name: str, kind: str, tmp_path_factory: pytest.TempPathFactory, sglan
 
 @pytest.fixture(scope="module")
 def real_llama(tmp_path_factory, sglang_python):  # type: ignore[no-untyped-def]
-    server = _serve("llama-tp1", "llama", tmp_path_factory, sglang_python)
+    # SGLang publishes sglang:num_running_reqs at a prefill (the requests already running) and
+    # every decode_log_interval-th decode step (default 40). Requests that start together also
+    # end together, so at the default a whole level of 8-token requests can publish nothing but
+    # 0; a decode log on every step makes the running requests visible to the /metrics watch.
+    server = _serve("llama-tp1", "llama", tmp_path_factory, sglang_python, extra=["--decode-log-interval", "1"])
     yield server
     server.stop()
 
