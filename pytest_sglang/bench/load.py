@@ -36,7 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..errors import SGLangError, SpecError
 from ..secrets import scrub
 from .model import BenchResult, LevelResult, RequestRecord, ServerLoad, Validity
-from .stats import SLO, level_result, percentile
+from .stats import SLO, level_result
+from .validity import ClientFigures, judge
+from .watch import _MetricsWatch, read_load  # noqa: F401  (read_load: the module's former home)
 
 try:  # a faster JSON decoder for the stream frames when it is installed (not a dependency)
     _loads: Callable[[bytes], Any] = importlib.import_module("orjson").loads
@@ -219,13 +221,6 @@ def _error_text(data: Any) -> str | None:
 
 
 # ---- the level runner (one process) ----------------------------------------------------
-
-
-@dataclass
-class _ClientFigures:
-    lags: list[float] = field(default_factory=list)
-    cpu_s: float = 0.0
-    wall_s: float = 0.0
 
 
 @dataclass
@@ -433,7 +428,7 @@ async def _run_share(
     watch: _MetricsWatch | None = None,
     hold: list[_Runner] | None = None,
     ticker: _Ticker | None = None,
-) -> tuple[list[RequestRecord], _ClientFigures]:
+) -> tuple[list[RequestRecord], ClientFigures]:
     runner = _Runner(url, headers, spec)
     if hold is not None:
         hold.append(runner)
@@ -450,7 +445,7 @@ async def _run_share(
                 await asyncio.sleep(left - 0.001)
             while time.time() < start_wall:
                 pass
-        figures = _ClientFigures()
+        figures = ClientFigures()
         runner.progress_done = 0
         stop = asyncio.Event()
         watcher = asyncio.ensure_future(runner.watch_loop(figures.lags, stop))
@@ -491,136 +486,10 @@ def _run_loop(main: Any) -> Any:
     return asyncio.run(main)
 
 
-def _child(url: str, headers: dict[str, str], spec_json: str, share: _Share, start_wall: float, warmup: int) -> tuple[list[RequestRecord], _ClientFigures]:
+def _child(url: str, headers: dict[str, str], spec_json: str, share: _Share, start_wall: float, warmup: int) -> tuple[list[RequestRecord], ClientFigures]:
     """A client process's part of a level (runs in a spawned process)."""
     spec = LoadSpec.model_validate_json(spec_json)
     return _run_loop(_run_share(url, headers, spec, share, start_wall, warmup))
-
-
-# ---- /metrics watch ---------------------------------------------------------------------
-
-_SAMPLE = re.compile(r"^(sglang:(?:num_running_reqs|num_queue_reqs|token_usage))(\{[^}]*\})?\s+(\S+)", re.M)
-_OTHER_RANK = re.compile(r'\b(?:tp_rank|pp_rank)="(?!0")')
-
-
-def read_load(text: str) -> dict[str, float]:
-    """Running and queued requests and token usage from Prometheus text, summed over the
-    data-parallel ranks (each tensor/pipeline group counted once, by its rank 0)."""
-    out: dict[str, float] = {}
-    for name, labels, value in _SAMPLE.findall(text):
-        if labels and _OTHER_RANK.search(labels):
-            continue
-        try:
-            number = float(value)
-        except ValueError:
-            continue
-        key = name.split(":", 1)[1]
-        out[key] = max(out.get(key, 0.0), number) if key == "token_usage" else out.get(key, 0.0) + number
-    return out
-
-
-class _MetricsWatch:
-    """Polls /metrics while a level runs. In one client process it is a task of the client's
-    own loop (a thread would take the interpreter lock from the loop at random moments); with
-    several client processes the parent, which measures nothing, runs it."""
-
-    def __init__(self, url: str, headers: dict[str, str], interval: float) -> None:
-        self.url, self.headers, self.interval = url, headers, interval
-        self.samples: list[dict[str, float]] = []
-        self.problem: str | None = None
-
-    async def run(self, stopped: Callable[[], bool]) -> None:
-        from .wire import WireClient, WireError
-
-        client = WireClient(self.url, self.headers)
-        try:
-            while not stopped():
-                try:
-                    answer = await client.request("GET", "/metrics", timeout=2.0)
-                except (WireError, asyncio.TimeoutError) as exc:
-                    self.problem = f"/metrics could not be read: {exc or type(exc).__name__}"
-                    return
-                if answer.status != 200:
-                    self.problem = f"/metrics answered HTTP {answer.status} (start the server with --enable-metrics)"
-                    return
-                text = answer.body().decode("utf-8", "replace")
-                sample = read_load(text)
-                if not sample:
-                    self.problem = "/metrics has no sglang:num_running_reqs"
-                    return
-                self.samples.append(sample)
-                waited = 0.0
-                while waited < self.interval and not stopped():
-                    await asyncio.sleep(0.05)
-                    waited += 0.05
-        finally:
-            client.close()
-
-    def summary(self, max_running: int | None) -> ServerLoad:
-        if not self.samples:
-            return ServerLoad(note=self.problem or "no /metrics sample was taken", max_running_requests=max_running)
-        running = [s.get("num_running_reqs", 0.0) for s in self.samples]
-        peak = max(running)
-        return ServerLoad(
-            samples=len(self.samples),
-            peak_running=peak,
-            peak_queue=max(s.get("num_queue_reqs", 0.0) for s in self.samples),
-            peak_token_usage=max(s.get("token_usage", 0.0) for s in self.samples),
-            mean_running=sum(running) / len(running),
-            max_running_requests=max_running,
-            reached_max_running=(peak >= max_running) if max_running else None,
-            note=self.problem,
-        )
-
-
-# ---- validity -------------------------------------------------------------------------
-
-
-def judge(level: LevelResult, figures: Sequence[_ClientFigures], records: Sequence[RequestRecord], limits: ClientLimits, target_rate: float | None) -> Validity:
-    """Whether the client kept up with the level, from what it measured of itself."""
-    lags = sorted(lag for f in figures for lag in f.lags)
-    delays = sorted(r.send_delay for r in records if not math.isnan(r.sent))
-    lag_p99 = percentile(lags, 99) * 1000 if lags else None
-    delay_p99 = percentile(delays, 99) * 1000 if delays else None
-    cpu = max((f.cpu_s / f.wall_s for f in figures if f.wall_s > 0), default=None)
-    budget = max(limits.max_lag_ms, limits.max_lag_fraction_of_ttft * (level.ttft.median or 0.0))
-    reasons: list[str] = []
-    if lag_p99 is not None and lag_p99 > budget:
-        reasons.append(f"the client's event loop ran {lag_p99:.1f} ms late (p99), more than {budget:.1f} ms")
-    if delay_p99 is not None and delay_p99 > budget:
-        reasons.append(f"requests left the client {delay_p99:.1f} ms behind schedule (p99), more than {budget:.1f} ms")
-    wall = max((f.wall_s for f in figures), default=0.0)
-    # Over a short level, start-up work (connections, parsing the last answers) fills the
-    # little wall time there is: the lag figures judge it; CPU judges levels of a second or more.
-    cpu_bound = cpu is not None and cpu > limits.max_cpu and wall >= 1.0
-    if cpu_bound:
-        reasons.append(f"a client process used {cpu:.0%} of a core (limit {limits.max_cpu:.0%})")
-    achieved = None
-    if target_rate is not None and records:
-        sends = sorted(r.sent for r in records if not math.isnan(r.sent))
-        span = sends[-1] - sends[0] if len(sends) > 1 else 0.0
-        achieved = (len(sends) - 1) / span if span > 0 else None
-        due_span = max(r.scheduled for r in records) - min(r.scheduled for r in records)
-        asked = (len(records) - 1) / due_span if due_span > 0 else target_rate
-        if achieved is not None and achieved < limits.min_rate_fraction * asked:
-            reasons.append(f"the client sent {achieved:.1f} requests/s of the {asked:.1f} asked ({achieved / asked:.0%})")
-    if reasons:
-        busy_client = cpu_bound or any("requests/s of the" in r for r in reasons)
-        if busy_client:
-            reasons.append("spread the load over more client processes (processes=N, --sglang-bench-processes) or lower the level")
-        else:
-            reasons.append("the client itself was not busy: other work on its machine kept it from running on time; run it where nothing else competes for the CPU")
-    return Validity(
-        verdict="inconclusive" if reasons else "valid",
-        reasons=reasons,
-        loop_lag_p99_ms=lag_p99,
-        loop_lag_max_ms=lags[-1] * 1000 if lags else None,
-        send_delay_p99_ms=delay_p99,
-        client_cpu=cpu,
-        processes=len(figures),
-        target_rate=target_rate,
-        achieved_rate=achieved,
-    )
 
 
 # ---- the whole run ----------------------------------------------------------------------
@@ -767,7 +636,7 @@ class LoadGenerator:
             level.server = watch.summary(self.max_running)
         return level
 
-    def _spread(self, share: _Share, warmup: int, pool: ProcessPoolExecutor, watch: _MetricsWatch | None, ticker: _Ticker) -> tuple[list[RequestRecord], list[_ClientFigures]]:
+    def _spread(self, share: _Share, warmup: int, pool: ProcessPoolExecutor, watch: _MetricsWatch | None, ticker: _Ticker) -> tuple[list[RequestRecord], list[ClientFigures]]:
         """The level split over the pool's processes, all starting at one wall-clock instant;
         the parent watches /metrics meanwhile."""
         n = self.spec.processes
@@ -795,7 +664,7 @@ class LoadGenerator:
         if watcher is not None:
             watcher.start()
         records: list[RequestRecord] = []
-        figures: list[_ClientFigures] = []
+        figures: list[ClientFigures] = []
         try:
             pending = set(futures)
             while pending:  # progress from this (the caller's) thread while the processes run
