@@ -62,21 +62,6 @@ def test_the_seed_benchmark_passes_on_the_baseline_and_fails_on_the_candidate_na
     assert "Traceback" not in out and "api.py" not in out  # the figures are the failure, not the library's stack
 
 
-def test_an_inconclusive_level_is_reported_as_such_never_pass_or_fail(pytester, tmp_path):
-    # A client allowed no time at all behind schedule: every request leaves "late".
-    pytester.makepyfile(SMALL.replace("warmup=0)", "warmup=0, limits={'max_lag_ms': 0, 'max_lag_fraction_of_ttft': 0})"))
-    result = _run(pytester, f"--sglang-host={BASELINE}", "--sglang-bench=smoke", "-rs", f"--sglang-report-md={tmp_path / 'r.md'}", f"--sglang-report-json={tmp_path / 'r.json'}")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*inconclusive: concurrency=4: the client's own measurement is not to be trusted: *requests left the client * ms behind schedule (p99), more than 0.0 ms*"])
-    md = (tmp_path / "r.md").read_text()
-    assert "HOLD" in md and "inconclusive" in md
-    doc = json.loads((tmp_path / "r.json").read_text())
-    assert validate(doc) == []
-    (host,) = doc["hosts"]
-    assert host["verdict"] == "hold"
-    assert any("inconclusive at concurrency=4" in reason for reason in host["reasons"])
-
-
 def test_no_benchmark_against_a_host_whose_configuration_check_failed(pytester, tmp_path):
     """The gate's order: verify the configuration first, then benchmark. The candidate checked
     against the baseline's file fails the check, so its benchmark does not run."""
@@ -219,16 +204,17 @@ def test_bad_benchmark_ini_values_name_the_ini_key(pytester):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
-def test_a_bad_threshold_fails_the_test_in_one_line(pytester):
+def test_a_misspelt_threshold_is_a_usage_error_before_anything_runs(pytester):
     pytester.makepyfile("""
 def test_typo(sglang_bench):
     result = sglang_bench.run(concurrency=[1], requests=2, input_len=8, output_len=2, repeats=1, warmup=0)
-    sglang_bench.expect(result, "p99 tfft <= 3 ms")
+    sglang_bench.expect(result, "p99_tft <= 3 ms")
 """)
     result = _run(pytester, f"--sglang-host={BASELINE}", "--sglang-bench=smoke", LENIENT)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*threshold 'p99 tfft <= 3 ms': no metric 'p99_tfft'*"])
-    assert "Traceback" not in result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: *.py:3: threshold 'p99_tft <= 3 ms': no metric 'p99_tft'; did you mean ttft_p99_ms*"])
+    assert "sglang bench:" not in result.stdout.str()  # no request was sent
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
 def test_the_api_key_never_reaches_output_or_reports(pytester, tmp_path, monkeypatch):
@@ -251,14 +237,13 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 def test_cli_runs_levels_and_judges_thresholds_with_exit_codes(tmp_path):
     out = tmp_path / "result.json"
     ok = _cli(BASELINE, "--concurrency", "1,4", "--requests", "8", "--input-len", "16", "--output-len", "4", "--expect", "output_throughput > 0", "-o", str(out))
-    assert ok.returncode in (0, 4), ok.stderr  # 4: inconclusive on a busy machine, never a wrong verdict
+    assert ok.returncode == 0, ok.stderr  # a throughput measured above its limit holds whatever the client's lag
     assert "concurrency=4" in ok.stdout and "TTFT p99" in ok.stdout
     data = json.loads(out.read_text())
     assert [level["name"] for level in data["levels"]] == ["concurrency=1", "concurrency=4"]
     failing = _cli(BASELINE, "--concurrency", "2", "--requests", "4", "--input-len", "16", "--output-len", "4", "--expect", "request_throughput >= 1000000")
-    assert failing.returncode in (1, 4), failing.stderr
-    if failing.returncode == 1:
-        assert "request_throughput" in failing.stderr and "limit >= 1000000" in failing.stderr
+    assert failing.returncode == 1, failing.stderr  # a million times short: no client error explains that
+    assert "request_throughput" in failing.stderr and "limit >= 1000000" in failing.stderr
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from .. import _reads
 from ..errors import SGLangError, SpecError
 from .compare import DEFAULT_METRICS, MetricChange, compare_to_baseline, levels_missing
-from .expect import corroboration, judge
+from .expect import corroboration, judge, request_failures
 from .load import LoadGenerator, LoadSpec, Progress, load_spec
 from .model import BenchResult
 
@@ -31,7 +31,16 @@ class BenchFailed(AssertionError):
 
 
 class BenchInconclusive(SGLangError):
-    """The client was the bottleneck on a level that was to be judged: neither pass nor fail."""
+    """The client's own error could change the verdict of a judged level: neither pass nor
+    fail. ``levels`` names the levels that could not be told."""
+
+    def __init__(self, message: str, levels: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.levels = list(levels)
+
+
+# An inconclusive level is run again at most this many times before the verdict stands.
+INCONCLUSIVE_RERUNS = 2
 
 
 class Budget(BaseModel):
@@ -93,6 +102,8 @@ class Bench:
         self.progress = progress
         self.on_result = on_result
         self.results: list[BenchResult] = []
+        # What each result was run with, to run an inconclusive level again.
+        self._plans: dict[int, tuple[LoadSpec, int]] = {}
 
     # -- running ----------------------------------------------------------------------
 
@@ -114,24 +125,56 @@ class Bench:
         if model and pattern.get("route", "generate") != "generate":
             pattern.setdefault("model", model)
         spec, runs, notes = self.budget.apply(load_spec(**pattern), repeats)
-        generator = LoadGenerator(
-            url,
-            spec,
-            headers=client.auth_headers(),
-            name=self.target.name,
-            max_running=self._max_running(),
-            progress=self.progress,
-        )
-        outcomes = [generator.run() for _ in range(max(1, runs))]
+        outcomes = self._outcomes(spec, runs)
         result = outcomes[0].model_copy(update={"repeats": [o.levels for o in outcomes] if len(outcomes) > 1 else []})
         result.sglang_version = self.target.version
         result.model = model
         for level in result.levels:
             level.notes += notes
+        self._plans[id(result)] = (spec, runs)
         self.results.append(result)
+        self._publish(result)
+        return result
+
+    def _outcomes(self, spec: LoadSpec, runs: int) -> list[BenchResult]:
+        generator = LoadGenerator(
+            self.target.url,
+            spec,
+            headers=self.target.client.auth_headers(),
+            name=self.target.name,
+            max_running=self._max_running(),
+            progress=self.progress,
+        )
+        return [generator.run() for _ in range(max(1, runs))]
+
+    def _publish(self, result: BenchResult) -> None:
         if self.on_result is not None:
             self.on_result(result)
-        return result
+
+    def rerun(self, result: BenchResult, names: Sequence[str], why: str) -> bool:
+        """Run the named levels of ``result`` again (each repeat too) and put the new runs in
+        its place; False when the result was not run here or names no level of it."""
+        plan = self._plans.get(id(result))
+        if plan is None:
+            return False
+        spec, runs = plan
+        done = False
+        for name in names:
+            try:
+                old = result.level(name)
+            except KeyError:
+                continue
+            only = {"concurrency": [old.concurrency], "rates": []} if old.mode == "concurrency" else {"concurrency": [], "rates": [old.rate]}
+            outcomes = self._outcomes(spec.model_copy(update=only), runs)
+            fresh = [o.levels[0] for o in outcomes]
+            for level in fresh:
+                level.attempts = old.attempts + 1
+                level.notes = [*old.notes, f"attempt {old.attempts} was inconclusive: {why}"]
+            result.levels[result.levels.index(old)] = fresh[0]
+            if result.repeats:
+                result.repeats = [[fresh[i] if lv.name == name else lv for lv in run] for i, run in enumerate(result.repeats)]
+            done = True
+        return done
 
     def _max_running(self) -> int | None:
         # Read for the benchmark's own use: not a value the test asserted on.
@@ -154,7 +197,18 @@ class Bench:
     # -- judging ------------------------------------------------------------------------
 
     def expect(self, result: BenchResult, *thresholds: str, level: int | float | str | Sequence[int | float | str] | None = None) -> None:
-        expect(result, *thresholds, level=level)
+        """:func:`expect`, with an inconclusive level run again (at most
+        ``INCONCLUSIVE_RERUNS`` times) before the verdict stands."""
+        try:
+            for attempt in range(INCONCLUSIVE_RERUNS + 1):
+                try:
+                    expect(result, *thresholds, level=level)
+                    return
+                except BenchInconclusive as exc:
+                    if attempt == INCONCLUSIVE_RERUNS or not self.rerun(result, exc.levels, str(exc)):
+                        raise
+        finally:
+            self._publish(result)
 
     def load(self, path: str) -> BenchResult:
         """A ``sglang.bench_serving`` result (printed block or ``--output-file`` JSONL)."""
@@ -178,14 +232,16 @@ def _chosen(result: BenchResult, level: int | float | str | Sequence[int | float
 
 
 def expect(result: BenchResult, *thresholds: str, level: int | float | str | Sequence[int | float | str] | None = None) -> None:
-    """Every threshold holds at every chosen level (all levels by default).
+    """Every threshold holds at every chosen level (all levels by default), and no request failed
+    (unless a threshold limits ``error_rate`` or ``failed``).
 
-    Raises :class:`BenchFailed` listing each failing figure with what the server said about
-    the level, or :class:`BenchInconclusive` when a chosen level was not measured validly."""
+    Raises :class:`BenchFailed` listing each failure with what the server said about the level,
+    or :class:`BenchInconclusive` when the client's own error could change a verdict."""
     levels = _chosen(result, level)
     verdict = judge(result, thresholds, levels=levels)
+    host = result.target or "the target"
     if verdict.failures:
-        lines = [f"{len(verdict.failures)} benchmark threshold(s) failed on {result.target}:"]
+        lines = [f"benchmark failed on {host}: {len(verdict.failures)} failure(s):"]
         lines += [f"  {line}" for line in verdict.failures]
         failed_levels = {line.split(":", 1)[0] for line in verdict.failures}
         for lv in levels:
@@ -193,12 +249,15 @@ def expect(result: BenchResult, *thresholds: str, level: int | float | str | Seq
                 note = corroboration(lv)
                 if note:
                     lines.append(f"  {lv.name}: {note}")
-                if lv.failed:
-                    lines.append(f"  {lv.name}: {lv.failed} of {lv.requests} requests failed: {'; '.join(lv.errors[:2])}")
+                if lv.attempts > 1:
+                    lines.append(f"  {lv.name}: measured on attempt {lv.attempts} (earlier attempts were inconclusive)")
         lines += [f"  inconclusive: {line}" for line in verdict.inconclusive]
         raise BenchFailed("\n".join(lines))
     if verdict.inconclusive:
-        raise BenchInconclusive("; ".join(verdict.inconclusive))
+        names = list(dict.fromkeys(line.split(":", 1)[0] for line in verdict.inconclusive))
+        attempts = max((lv.attempts for lv in levels if lv.name in names), default=1)
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        raise BenchInconclusive(f"inconclusive on {host}{tries}: " + "; ".join(verdict.inconclusive), names)
 
 
 def compare(
@@ -213,8 +272,17 @@ def compare(
 ) -> list[MetricChange]:
     """Compare with a stored baseline entry; raises :class:`BenchFailed` on a regression.
     Returns every compared metric (improvements and undecided changes included)."""
+    errors = [line for line in (request_failures(lv) for lv in result.levels) if line]
+    if errors:
+        raise BenchFailed("\n".join([f"{name}: requests failed on {result.target}:", *(f"  {line}" for line in errors)]))
     changes = compare_to_baseline(entry, result, metrics=metrics, tolerance=tolerance, alpha=alpha, name=name, min_delta_ms=min_delta_ms)
     failing = [c for c in changes if c.failing]
+    unsure = [c for c in changes if c.status == "inconclusive"]
+    for lv in result.levels:
+        mine = [c for c in changes if c.level == lv.name]
+        if mine:
+            lv.verdict = "fail" if any(c.failing for c in mine) else "inconclusive" if any(c.status == "inconclusive" for c in mine) else "pass"
+            lv.verdict_reasons = [c.line() for c in mine if c.failing or c.status == "inconclusive"]
     if failing:
         lines = [f"{name}: {len(failing)} figure(s) regressed against the baseline on {result.target}:"]
         lines += [f"  {c.line()}" for c in failing]
@@ -224,7 +292,9 @@ def compare(
                 if note:
                     lines.append(f"  {lv.name}: {note}")
         raise BenchFailed("\n".join(lines))
+    if unsure:
+        raise BenchInconclusive(f"inconclusive on {result.target}: {name}: " + "; ".join(c.line() for c in unsure), list(dict.fromkeys(c.level for c in unsure)))
     missing = levels_missing(entry, result)
     if missing and not changes:
-        raise BenchInconclusive(f"{name}: no level was measured conclusively to compare with the baseline (baseline levels: {', '.join(missing)})")
+        raise BenchInconclusive(f"inconclusive on {result.target}: {name}: no level was measured to compare with the baseline (baseline levels: {', '.join(missing)})", missing)
     return changes

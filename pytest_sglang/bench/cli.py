@@ -4,8 +4,9 @@
         --expect "p99 ttft <= 50 ms" --level 48
     pytest-sglang bench --import bench_serving_results.jsonl --expect "output_throughput >= 200"
 
-Exit codes: 0 every threshold holds; 1 a threshold failed; 2 bad usage or input; 3 the target
-could not be read; 4 inconclusive (the client was the bottleneck on a judged level).
+Exit codes: 0 every threshold holds; 1 a threshold failed, a request failed on a judged level,
+or a level had no successful request; 2 bad usage or input; 3 the target could not be read;
+4 inconclusive (the client's own timing error could change a verdict).
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ def _level_key(text: str) -> int | float | str:
 
 def run(args: argparse.Namespace) -> int:
     from .api import Bench, BenchFailed, BenchInconclusive, Budget, expect
+    from .expect import request_failures
     from .render import render_result
 
     if bool(args.target) == bool(args.import_file):
@@ -144,6 +146,11 @@ def run(args: argparse.Namespace) -> int:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(data + "\n")
     print(data if args.json else scrub(render_result(result)))
+    empty = [line for line in (request_failures(lv) for lv in result.levels if lv.requests and not lv.completed) if line]
+    if empty:
+        for line in empty:
+            print(scrub(f"nothing measured: {line}"), file=sys.stderr)
+        return 1
     if not args.expect:
         return 0
     levels = [_level_key(text) for text in args.level] or None

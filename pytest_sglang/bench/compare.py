@@ -9,7 +9,8 @@ runs says little. A level is run ``repeats`` times on each side and, per metric:
   the probability that repeats at least this much worse would come from the same distribution.
 
 A metric *regressed* when its change is beyond the tolerance (default 5 %; for a latency also
-at least ``min_delta_ms``, default 5 ms) **and** p <= alpha (default 0.05). With three repeats on each side the smallest possible p is 0.05 (every candidate
+at least ``min_delta_ms``, default 5 ms) **and** p <= alpha (default 0.05) **and** it is larger
+than the two runs' client timing errors together could make it (else *inconclusive*). With three repeats on each side the smallest possible p is 0.05 (every candidate
 repeat worse than every baseline repeat); with one repeat each it is 0.5, so a change is reported
 as *undecided*, never as a regression.
 """
@@ -39,7 +40,7 @@ DEFAULT_METRICS = (
     "goodput",
     "error_rate",
 )
-Status = Literal["regressed", "improved", "unchanged", "undecided"]
+Status = Literal["regressed", "improved", "unchanged", "undecided", "inconclusive"]
 
 
 class BenchBaselineError(SpecError):
@@ -96,6 +97,8 @@ class MetricChange:
         runs = f"{len(self.baseline)} vs {len(self.candidate)} run(s)"
         trend = "worse" if self.change > 0 else "better"
         text = f"{self.level}: {self.metric} {figure_text(base)}{unit} -> {figure_text(cand)}{unit} ({abs(self.change):.1%} {trend}, {self.better} is better; median of {runs}, Mann-Whitney p={self.p_value:.3g})"
+        if self.status == "inconclusive":
+            text += ": within the client's own timing error on the two runs, so not told apart"
         if self.status == "undecided":
             text += ": not told apart from noise" + (" (one run each cannot show a change: use repeats >= 3)" if min(len(self.baseline), len(self.candidate)) < 2 else "")
         return text
@@ -114,16 +117,26 @@ class MetricChange:
 
 
 def level_samples(result: BenchResult) -> dict[str, dict[str, list[float]]]:
-    """Per level name, per metric, the value of every repeat (conclusive levels only)."""
+    """Per level name, per metric, the value of every repeat (levels with a successful request;
+    how far the client's timing can be trusted is :func:`client_errors`)."""
     runs = result.repeats or [result.levels]
     out: dict[str, dict[str, list[float]]] = {}
     for run in runs:
         for level in run:
-            if not level.conclusive:
+            if not level.completed:
                 continue
             metrics = out.setdefault(level.name, {})
             for name, value in level.metrics().items():
                 metrics.setdefault(name, []).append(value)
+    return out
+
+
+def client_errors(result: BenchResult) -> dict[str, float]:
+    """Per level name, the client's worst timing error over the repeats (ms)."""
+    out: dict[str, float] = {}
+    for run in result.repeats or [result.levels]:
+        for level in run:
+            out[level.name] = max(out.get(level.name, 0.0), level.client_error_ms())
     return out
 
 
@@ -136,6 +149,7 @@ def baseline_entry(result: BenchResult) -> dict[str, Any]:
         "sglang_version": result.sglang_version,
         "recorded": result.started,
         "levels": level_samples(result),
+        "client_error_ms": client_errors(result),
     }
 
 
@@ -165,18 +179,45 @@ def compare_to_baseline(
             "run the baseline's pattern or rewrite the baseline with --sglang-update-baseline"
         )
     stored: dict[str, dict[str, list[float]]] = entry.get("levels") or {}
+    raw_errors = entry.get("client_error_ms")
+    stored_errors: dict[str, Any] = raw_errors if isinstance(raw_errors, dict) else {}
     live = level_samples(result)
+    live_errors = client_errors(result)
     changes: list[MetricChange] = []
     for level_name, figures in live.items():
         base_figures = stored.get(level_name)
         if not base_figures:
             continue
+        error = live_errors.get(level_name, 0.0) + _number(stored_errors.get(level_name))
+        e2e = statistics.median(figures["e2e_median_ms"]) if figures.get("e2e_median_ms") else None
         for metric in metrics:
             base, cand = base_figures.get(metric), figures.get(metric)
             if not base or not cand:
                 continue
-            changes.append(_change(level_name, metric, [float(v) for v in base], cand, tolerance, alpha, min_delta_ms))
+            change = _change(level_name, metric, [float(v) for v in base], cand, tolerance, alpha, min_delta_ms)
+            if change.status == "regressed" and _within_error(change, error, e2e):
+                change.status = "inconclusive"
+            changes.append(change)
     return changes
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else 0.0
+
+
+def _within_error(change: MetricChange, error_ms: float, e2e_ms: float | None) -> bool:
+    """Whether the two runs' client timing errors together could account for the change: a
+    latency by milliseconds, a throughput by the share of a request's time they make up."""
+    if error_ms <= 0:
+        return False
+    delta = abs(statistics.median(change.candidate) - statistics.median(change.baseline))
+    if change.metric.endswith("_ms"):
+        return delta <= error_ms
+    if change.metric in ("error_rate", "failed", "completed") or change.metric.startswith("server_"):
+        return False
+    if not e2e_ms or e2e_ms <= error_ms:
+        return True
+    return abs(change.change) <= error_ms / (e2e_ms - error_ms)
 
 
 def _change(level: str, metric: str, base: list[float], cand: list[float], tolerance: float, alpha: float, min_delta_ms: float = 0.0) -> MetricChange:
@@ -205,6 +246,6 @@ def _change(level: str, metric: str, base: list[float], cand: list[float], toler
 
 
 def levels_missing(entry: dict[str, Any], result: BenchResult) -> list[str]:
-    """Levels the baseline has that this run did not measure conclusively."""
-    live = {level.name for level in result.levels if level.conclusive}
+    """Levels the baseline has that this run did not measure (no successful request)."""
+    live = {level.name for level in result.levels if level.completed}
     return [name for name in (entry.get("levels") or {}) if name not in live]

@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Verdict = Literal["valid", "inconclusive"]
+# A level's verdict once thresholds or a baseline judged it (None: not judged).
+LevelVerdict = Literal["pass", "fail", "inconclusive"]
 Direction = Literal["higher", "lower"]
 
 
@@ -84,7 +86,9 @@ class Stat(BaseModel):
 class Validity(BaseModel):
     """How far the client itself can be trusted for this level. ``inconclusive`` when the
     client was the bottleneck: its event loop lagged, it sent behind schedule, or it used
-    (almost) a whole core. The figures are always given, whatever the verdict."""
+    (almost) a whole core. The figures are always given, whatever the verdict, and a threshold
+    is judged against them (:func:`~pytest_sglang.bench.expect.judge`): a figure whose margin to
+    its limit is larger than the client's own error is judged even on a level marked here."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -93,6 +97,7 @@ class Validity(BaseModel):
     loop_lag_p99_ms: float | None = None
     loop_lag_max_ms: float | None = None
     send_delay_p99_ms: float | None = None
+    send_delay_max_ms: float | None = None
     client_cpu: float | None = None  # fraction of one core used by the client's process(es)
     processes: int = 1
     # Open-loop levels: the rate asked for and the send rate reached.
@@ -113,6 +118,9 @@ class ServerLoad(BaseModel):
     # The effective max_running_requests of the target, when known, and whether it was reached.
     max_running_requests: int | None = None
     reached_max_running: bool | None = None
+    # The server's own time-to-first-token histogram over the level (upper bound in ms,
+    # cumulative count), measured from when the server received each request: no client delay.
+    ttft_histogram: list[tuple[float, float]] = Field(default_factory=list)
     note: str | None = None
 
 
@@ -149,6 +157,11 @@ class LevelResult(BaseModel):
     server: ServerLoad | None = None
     # Values that only an import carries (bench_serving's "Accept length", ...).
     extra: dict[str, float] = Field(default_factory=dict)
+    # Set when the level was judged (thresholds, a baseline): the verdict and its reasons, the
+    # failing or undecided figures first. ``attempts`` counts runs of an inconclusive level.
+    verdict: LevelVerdict | None = None
+    verdict_reasons: list[str] = Field(default_factory=list)
+    attempts: int = 1
 
     def metrics(self) -> dict[str, float]:
         """The level's figures under the names assertions and baselines use."""
@@ -183,6 +196,21 @@ class LevelResult(BaseModel):
     @property
     def conclusive(self) -> bool:
         return self.validity.verdict == "valid"
+
+    def client_error_ms(self) -> float:
+        """How much later than the truth the client can have seen any one event of the level:
+        its worst event-loop lag plus its worst send delay (0 for an imported result)."""
+        v = self.validity
+        return (v.loop_lag_max_ms or 0.0) + (v.send_delay_max_ms or 0.0)
+
+    def load_shortfall(self) -> str | None:
+        """Why the client did not put the asked load on the server, or None when it did."""
+        if self.mode == "concurrency" and self.concurrency and self.requests >= self.concurrency and self.peak_concurrency < self.concurrency:
+            return f"only {self.peak_concurrency} of {self.concurrency} requests were in flight at once"
+        v = self.validity
+        if self.mode == "rate" and v.achieved_rate is not None and v.target_rate and v.achieved_rate < 0.95 * v.target_rate:
+            return f"the client sent {v.achieved_rate:.1f} requests/s of the {v.target_rate:g} asked"
+        return None
 
 
 class BenchResult(BaseModel):

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from ..errors import SpecError
-from .api import Bench, Budget, compare
+from .api import INCONCLUSIVE_RERUNS, Bench, BenchFailed, BenchInconclusive, Budget, compare
+from .expect import request_failures
 from .compare import BENCH_BASELINE_KIND, DEFAULT_METRICS, BenchBaselineError, MetricChange, baseline_entry
 from .model import BenchResult
 
@@ -52,17 +53,42 @@ class HostBench(Bench):
         key = deployment_key(state, self.target.name, document(self.target))
         path = Path(state.directory) / f"{key}{BENCH_SUFFIX}"
         bench_name = name or self.name
-        with locked(path.with_name(f".{path.name}.lock")):
-            stored = _read(path)
-            entry = stored["benchmarks"].get(bench_name)
+        try:
             if state.update:
-                stored["benchmarks"][bench_name] = baseline_entry(result)
-                _write(path, stored, key)
-                self.notes.append(f"wrote benchmark baseline {bench_name!r} to {path} (key {key})")
-                return []
-        if entry is None:
-            raise BenchBaselineError(f"no benchmark baseline {bench_name!r} in {path} (deployment key {key}): record it with --sglang-update-baseline")
-        return compare(result, entry, name=bench_name, metrics=metrics, tolerance=tolerance, alpha=alpha, min_delta_ms=min_delta_ms)
+                self._recordable(result, bench_name)
+            with locked(path.with_name(f".{path.name}.lock")):
+                stored = _read(path)
+                entry = stored["benchmarks"].get(bench_name)
+                if state.update:
+                    stored["benchmarks"][bench_name] = baseline_entry(result)
+                    _write(path, stored, key)
+                    self.notes.append(f"wrote benchmark baseline {bench_name!r} to {path} (key {key})")
+                    return []
+            if entry is None:
+                raise BenchBaselineError(f"no benchmark baseline {bench_name!r} in {path} (deployment key {key}): record it with --sglang-update-baseline")
+            for attempt in range(INCONCLUSIVE_RERUNS + 1):
+                try:
+                    return compare(result, entry, name=bench_name, metrics=metrics, tolerance=tolerance, alpha=alpha, min_delta_ms=min_delta_ms)
+                except BenchInconclusive as exc:
+                    if attempt == INCONCLUSIVE_RERUNS or not self.rerun(result, exc.levels, str(exc)):
+                        raise
+            raise AssertionError("unreachable")
+        finally:
+            self._publish(result)
+
+    def _recordable(self, result: BenchResult, name: str) -> None:
+        """A baseline is recorded only from a run that measured: no failed request, and no
+        level on which the client could not keep up (run again, at most twice)."""
+        errors = [line for line in (request_failures(lv) for lv in result.levels) if line]
+        if errors:
+            raise BenchFailed("\n".join([f"benchmark baseline {name!r} not recorded: requests failed on {result.target}:", *(f"  {line}" for line in errors)]))
+        for attempt in range(INCONCLUSIVE_RERUNS + 1):
+            shaky = [lv for lv in result.levels if not lv.conclusive]
+            if not shaky:
+                return
+            why = "; ".join(f"{lv.name}: {', '.join(lv.validity.reasons[:1])}" for lv in shaky)
+            if attempt == INCONCLUSIVE_RERUNS or not self.rerun(result, [lv.name for lv in shaky], why):
+                raise BenchInconclusive(f"inconclusive on {result.target}: benchmark baseline {name!r} not recorded: {why}", [lv.name for lv in shaky])
 
 
 @contextlib.contextmanager

@@ -63,6 +63,7 @@ def judge(level: LevelResult, figures: Sequence[ClientFigures], records: Sequenc
         loop_lag_p99_ms=lag_p99,
         loop_lag_max_ms=lags[-1] * 1000 if lags else None,
         send_delay_p99_ms=delay_p99,
+        send_delay_max_ms=delays[-1] * 1000 if delays else None,
         client_cpu=cpu,
         processes=len(figures),
         target_rate=target_rate,
