@@ -127,7 +127,7 @@ def test_the_schema_is_valid_json_schema_and_rejects_a_broken_report(pytester):
     broken["surprise"] = 1
     problems = validate(broken)
     assert "$: 'surprise' is not allowed" in problems
-    assert "$.hosts[0].verdict: 'maybe' is not one of ['promote', 'hold']" in problems
+    assert "$.hosts[0].verdict: 'maybe' is not one of ['promote', 'hold', 'inconclusive']" in problems
     assert "$.hosts[0].effective.tp_size: 'source' is missing" in problems
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.Draft202012Validator.check_schema(load_schema())
@@ -139,7 +139,7 @@ def test_the_schema_ships_with_the_package():
     import importlib.resources
 
     assert importlib.resources.files("pytest_sglang.report").joinpath("schema.json").is_file()
-    assert load_schema()["$defs"]["host"]["properties"]["verdict"]["enum"] == ["promote", "hold"]
+    assert load_schema()["$defs"]["host"]["properties"]["verdict"]["enum"] == ["promote", "hold", "inconclusive"]
 
 
 # ---- Markdown ---------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def test_a_run_where_everything_passes_is_promoted(pytester):
     assert f"{BASELINE}: **WARNING** `pcg.multimodal`" in md
 
 
-def test_a_host_that_cannot_be_read_or_where_nothing_ran_is_held(pytester, free_port):
+def test_a_host_that_cannot_be_read_is_held_and_one_where_nothing_ran_is_not_promoted(pytester, free_port):
     down = f"http://127.0.0.1:{free_port}"
     run(pytester, f"--sglang-host={BASELINE}", f"--sglang-host={down}", "-k", "not running_requests")
     doc = report(pytester)
@@ -179,10 +179,13 @@ def test_a_host_that_cannot_be_read_or_where_nothing_ran_is_held(pytester, free_
     assert unread["verdict"] == "hold" and unread["facts"] is None and "connection refused" in unread["error"]
     assert unread["reasons"][0].startswith("not read: ")
     assert "### Hosts not read" in (pytester.path / "out" / "report.md").read_text()
-    run(pytester, f"--sglang-host={BASELINE}", "-k", "without_host")
-    held = report(pytester)
-    assert host(held, BASELINE)["reasons"] == ["nothing was tested on this host (every test was skipped or none ran)"]
-    assert held["verdict"] == "hold"
+    # Nothing tested on a host: pytest exits 0, so it is not held, but not promoted either.
+    run(pytester, f"--sglang-host={BASELINE}", "-k", "without_host").assert_outcomes(passed=1, deselected=2)
+    untested = report(pytester)
+    assert host(untested, BASELINE)["reasons"] == ["nothing was tested on this host (every test was skipped or none ran)"]
+    assert host(untested, BASELINE)["verdict"] == "inconclusive"
+    assert untested["exit_status"] == 0 and untested["verdict"] == "inconclusive"
+    assert (pytester.path / "out" / "report.md").read_text().startswith("## SGLang promotion gate: ⚠️ INCONCLUSIVE\n")
 
 
 def test_baseline_diffs_in_check_records_are_shown_as_a_table():

@@ -59,22 +59,33 @@ class ReportCollector:
         self.json_path, self.md_path = json_path, md_path
         self.reports: list[dict[str, Any]] = []
         self.collect_errors: list[str] = []
+        self.collect_skipped = 0
         self.messages: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from .build import report_entry
 
-        self.reports.append(report_entry(report))
+        # pytest's own category for the report, as its summary line counts it.
+        status = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
+        category = str(status[0]) if isinstance(status, tuple) and status else None
+        self.reports.append(report_entry(report, category))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # Counted as pytest's terminal counts them: a failed collector is an error, a skipped
+        # module a skip (under xdist the controller receives each once).
         if report.failed:
             self.collect_errors.append(report.nodeid or "collection")
+        elif report.skipped:
+            self.collect_skipped += 1
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         from .build import build_report, write_reports
 
-        document = build_report(self.config, self.reports, self.collect_errors, int(exitstatus))
+        # session.exitstatus: what pytest will exit with, after the hooks before this one
+        # (this one runs last) had their say.
+        status = int(getattr(session, "exitstatus", exitstatus))
+        document = build_report(self.config, self.reports, self.collect_errors, status, self.collect_skipped)
         problems = write_reports(document, self.json_path, self.md_path)
         for path in (self.json_path, self.md_path):
             if path is not None and not any(str(path) in p for p in problems):
