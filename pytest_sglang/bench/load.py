@@ -12,6 +12,28 @@ What keeps the client from distorting its own measurement:
   which the client was the bottleneck is *inconclusive*, never a pass or a fail;
 - several client processes share one level's load when one process cannot keep up
   (``processes=N``); their clocks are aligned on a common start instant.
+
+What keeps a failure a failure and a budget a bound:
+
+- a request fails, with one line of text on its record (``RequestRecord.error``, scrubbed of
+  the auth headers' values), when the answer is not HTTP 200, is a 200 that is not an event
+  stream (``Content-Type: text/event-stream``, which SGLang and the simulator send for every
+  streamed route), has a frame that is not JSON or not a JSON object or not the shape SGLang
+  sends, streams no output, or reports token counts the request cannot have had: more output
+  tokens than it asked for (``max_new_tokens``/``max_tokens``), fewer than the chunks that
+  carried output (each carries at least one), or an absurd prompt count. Such a request is
+  counted in the level's ``failed`` and never in its throughput;
+- with ``duration_s`` the level is bounded: no request is sent later than ``duration_s`` after
+  the level began (its warm-up and connects included; with ``processes=N``, after the common
+  start instant), and everything, warm-up included, ends by the level's bound,
+  ``duration_s`` plus a grace of 20 % of it, at least 1 s and at most 5 s
+  (:func:`level_bound`). A request still running at the bound is cancelled and fails ("did
+  not finish within the level's N s bound"). Each request's timeout is the smaller of
+  ``request_timeout_s`` and the time left to the bound;
+- a new connection must be made within 10 s (or the time left, when less), and one answer may
+  hold at most 64 MiB plus what its asked length can need (:func:`answer_cap`: SGLang's
+  ``/generate`` repeats the whole text so far in every frame, so an answer grows with the
+  square of its length). Frames are parsed in time linear in the answer's size.
 """
 
 from __future__ import annotations
@@ -49,6 +71,11 @@ Route = Literal["generate", "completions", "chat"]
 _OPEN_LOOP_CONNECTIONS = 8
 _MAX_PRECONNECT = 1024
 _TIMER_ROUNDING_S = 0.001
+_GRACE_FRACTION, _GRACE_MIN_S, _GRACE_MAX_S = 0.2, 1.0, 5.0
+_ANSWER_BASE_BYTES = 64 * 1024 * 1024
+_ANSWER_BYTES_PER_TOKEN = 4096  # a frame's fixed part (meta_info) per output token
+_ANSWER_BYTES_PER_TOKEN_SQUARED = 32  # cumulative text and ids, repeated in every frame
+_PROMPT_SLACK_TOKENS = 65536  # a chat template (or a system prompt) may add this many
 ROUTE_PATHS: dict[str, str] = {"generate": "/generate", "completions": "/v1/completions", "chat": "/v1/chat/completions"}
 _WORDS = ("the", "a", "of", "and", "to", "in", "is", "it", "on", "for", "as", "at", "by", "we", "be", "or")
 
@@ -123,6 +150,10 @@ class LoadSpec(BaseModel):
             raise ValueError("requests per level must be 1 or more")
         if self.processes < 1:
             raise ValueError("processes must be 1 or more")
+        if not self.request_timeout_s > 0:
+            raise ValueError("request_timeout_s must be a positive number of seconds")
+        if self.duration_s is not None and not (self.duration_s > 0 and math.isfinite(self.duration_s)):
+            raise ValueError("duration_s must be a positive number of seconds")
         return self
 
     def level_requests(self, concurrency: int | None = None, rate: float | None = None) -> int | None:
@@ -155,14 +186,36 @@ def _length(value: Lengths, rng: random.Random) -> int:
     return value if isinstance(value, int) else rng.randint(value[0], value[1])
 
 
+def level_grace(duration_s: float) -> float:
+    """The time a level's requests get to finish after its last send (seconds)."""
+    return min(max(_GRACE_FRACTION * duration_s, _GRACE_MIN_S), _GRACE_MAX_S)
+
+
+def level_bound(duration_s: float) -> float:
+    """By when a level with ``duration_s`` has ended, everything in it included (seconds from
+    its start)."""
+    return duration_s + level_grace(duration_s)
+
+
+def answer_cap(asked: int) -> int:
+    """The most bytes one answer may hold for a request that asked for ``asked`` output tokens."""
+    return _ANSWER_BASE_BYTES + asked * _ANSWER_BYTES_PER_TOKEN + asked * asked * _ANSWER_BYTES_PER_TOKEN_SQUARED
+
+
 def request_bodies(spec: LoadSpec, count: int, *, first_index: int = 0) -> list[tuple[bytes, int]]:
     """``count`` encoded request bodies and their prompt lengths, made locally and seeded.
 
     ``/generate`` and ``/v1/completions`` get token ids, so the prompt length is exact whatever
     the tokenizer; chat gets words that are one token in common vocabularies."""
+    return [(body, n_in) for body, n_in, _ in request_items(spec, count, first_index=first_index)]
+
+
+def request_items(spec: LoadSpec, count: int, *, first_index: int = 0) -> list[tuple[bytes, int, int]]:
+    """As :func:`request_bodies`, with the output length each request asks for (its
+    ``max_new_tokens`` or ``max_tokens``): the most output tokens its answer may report."""
     prefix_rng = random.Random(f"{spec.seed}:prefix")
     prefix = [prefix_rng.randrange(10, spec.vocab) for _ in range(spec.shared_prefix)]
-    bodies: list[tuple[bytes, int]] = []
+    bodies: list[tuple[bytes, int, int]] = []
     for index in range(first_index, first_index + count):
         rng = random.Random(f"{spec.seed}:{index}")
         n_in = max(_length(spec.input_len, rng), spec.shared_prefix + 1)
@@ -178,34 +231,92 @@ def request_bodies(spec: LoadSpec, count: int, *, first_index: int = 0) -> list[
             body = {"messages": [{"role": "user", "content": text}], "max_tokens": n_out, "ignore_eos": True, "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}}
         if spec.route != "generate" and spec.model is not None:
             body["model"] = spec.model
-        bodies.append((json.dumps(body, separators=(",", ":")).encode(), n_in))
+        bodies.append((json.dumps(body, separators=(",", ":")).encode(), n_in, n_out))
     return bodies
 
 
 # ---- one request -------------------------------------------------------------------------
 
 
+class _BadFrame(ValueError):
+    """A stream frame that is JSON but not in the shape SGLang sends (the text says where)."""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _decode(payload: bytes) -> Any:
+    """A frame's JSON. The fast decoder refuses some valid JSON (integers beyond 64 bits): the
+    standard one gets a second look, so such a frame is judged by what it says."""
+    try:
+        return _loads(payload)
+    except ValueError:
+        if _loads is json.loads:
+            raise
+    try:
+        return json.loads(payload)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _count_field(data: dict[str, Any], key: str, where: str) -> int | None:
+    """A token count from a frame: None when absent, a _BadFrame when it is no count."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)  # an integer a decoder read as a float (beyond 64 bits, or 5.0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _BadFrame(f"a stream frame's {where}.{key} is not a count of tokens: {_short(value)}")
+    return value
+
+
+def _object(data: dict[str, Any], key: str) -> dict[str, Any] | None:
+    value = data.get(key)
+    if value is None or isinstance(value, dict):
+        return value
+    raise _BadFrame(f"a stream frame's {key} is not a JSON object: {_short(value)}")
+
+
 def _frame_output(route: str, data: dict[str, Any], record: RequestRecord) -> bool:
-    """Read one stream frame into the record; True when it carried new output."""
+    """Read one stream frame into the record; True when it carried new output. A frame not in
+    the shape SGLang sends raises _BadFrame."""
     if route == "generate":
-        meta = data.get("meta_info") or {}
-        done = meta.get("completion_tokens")
-        if isinstance(meta.get("prompt_tokens"), int):
-            record.input_tokens = meta["prompt_tokens"]
-        if isinstance(done, int):
+        meta = _object(data, "meta_info") or {}
+        done = _count_field(meta, "completion_tokens", "meta_info")
+        prompt = _count_field(meta, "prompt_tokens", "meta_info")
+        if prompt is not None:
+            record.input_tokens = prompt
+        if done is not None:
             new = done > (record.output_tokens or 0)
             record.output_tokens = done
             return new
         return bool(data.get("text"))
-    usage = data.get("usage")
-    if isinstance(usage, dict):
-        if isinstance(usage.get("completion_tokens"), int):
-            record.output_tokens = usage["completion_tokens"]
-        if isinstance(usage.get("prompt_tokens"), int):
-            record.input_tokens = usage["prompt_tokens"]
-    for choice in data.get("choices") or ():
+    usage = _object(data, "usage")
+    if usage is not None:
+        done = _count_field(usage, "completion_tokens", "usage")
+        prompt = _count_field(usage, "prompt_tokens", "usage")
+        if done is not None:
+            record.output_tokens = done
+        if prompt is not None:
+            record.input_tokens = prompt
+    choices = data.get("choices")
+    if choices is None:
+        return False
+    if not isinstance(choices, list):
+        raise _BadFrame(f"a stream frame's choices is not a JSON array: {_short(choices)}")
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise _BadFrame(f"a stream frame's choice is not a JSON object: {_short(choice)}")
         if route == "chat":
-            delta = choice.get("delta") or {}
+            delta = _object(choice, "delta") or {}
             if delta.get("content") or delta.get("reasoning_content"):
                 return True
         elif choice.get("text"):
@@ -216,7 +327,27 @@ def _frame_output(route: str, data: dict[str, Any], record: RequestRecord) -> bo
 def _error_text(data: Any) -> str | None:
     if isinstance(data, dict) and data.get("error") is not None:
         error = data["error"]
-        return str(error.get("message", error) if isinstance(error, dict) else error)
+        return _one_line(str(error.get("message", error) if isinstance(error, dict) else error))
+    return None
+
+
+def _count(n: int) -> str:
+    """A token count for a message: a number beyond 64 bits is shown by its size."""
+    if n.bit_length() <= 64:
+        return str(n)
+    return f"more than 10^{int((n.bit_length() - 1) * 0.30102999566398)}"
+
+
+def _count_problem(record: RequestRecord, asked: int, prompt: int) -> str | None:
+    """Why the token counts the server reported for a finished request cannot be right, if
+    they cannot: then the request is not used as throughput."""
+    n, chunks = record.output_tokens, len(record.chunk_times)
+    if n is not None and (n > asked or n < chunks):
+        why = "" if n > asked else ", fewer than the chunks that carried output (each carries at least one token)"
+        return f"the server reported {_count(n)} output tokens for a request that asked for at most {asked} (streamed {chunks} chunks){why}"
+    most = 4 * prompt + _PROMPT_SLACK_TOKENS
+    if record.input_tokens > most:
+        return f"the server reported {_count(record.input_tokens)} prompt tokens for a prompt the client made of {prompt} tokens (at most {most} are plausible)"
     return None
 
 
@@ -243,7 +374,7 @@ class _Runner:
 
     def __init__(self, url: str, headers: dict[str, str], spec: LoadSpec) -> None:
         self.url = url.rstrip("/")
-        self.headers = {"Content-Type": "application/json", "User-Agent": "pytest-sglang-bench", **headers}
+        self.headers = dict(headers)  # the wire client adds its own, each header sent once
         self.spec = spec
         self.path = ROUTE_PATHS[spec.route]
         # The auth header values (and a bearer token alone): an error text echoing one is
@@ -257,6 +388,8 @@ class _Runner:
         self.t0 = 0.0
         self.progress_done = 0
         self.session: Any = None
+        # With duration_s: the perf_counter() reading by which every request has ended.
+        self.deadline: float | None = None
 
     async def open(self) -> None:
         from .wire import WireClient
@@ -267,29 +400,49 @@ class _Runner:
         if self.session is not None:
             self.session.close()
 
-    async def send(self, record: RequestRecord, body: bytes) -> None:
-        from .wire import WireError
+    def _bound_text(self) -> str:
+        duration = self.spec.duration_s or 0.0
+        return (
+            f"did not finish within the level's {level_bound(duration):g} s bound (duration_s {duration:g} s and {level_grace(duration):g} s to finish): "
+            "give the level a longer duration_s or ask for shorter answers"
+        )
+
+    async def send(self, record: RequestRecord, body: bytes, asked: int) -> None:
+        """Send one request and read its answer into ``record``; ``asked`` is the output length
+        it asked for. Every way it can fail ends as one line in ``record.error``."""
+        from .wire import CONNECT_TIMEOUT_S, WireError
 
         clock, t0 = time.perf_counter, self.t0
+        prompt = record.input_tokens
 
         def sent() -> None:
             record.sent = clock() - t0
 
+        timeout, bounded = self.spec.request_timeout_s, False
+        if self.deadline is not None and self.deadline - clock() < timeout:
+            timeout, bounded = self.deadline - clock(), True
         try:
-            answer = await self.session.request("POST", self.path, body, timeout=self.spec.request_timeout_s, on_send=sent)
+            if timeout <= 0:
+                raise asyncio.TimeoutError()
+            answer = await self.session.request(
+                "POST", self.path, body, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S, max_body=answer_cap(asked), on_send=sent
+            )
+            record.end = answer.end - t0
             if answer.status != 200:
-                text = answer.body()[:300].decode("utf-8", "replace").strip()
-                record.error = f"HTTP {answer.status}: {text}"
-                record.end = answer.end - t0
+                record.error = f"HTTP {answer.status}: {_one_line(answer.body()[:300].decode('utf-8', 'replace'))}"
+                return
+            media = answer.headers.get("content-type", "")
+            if media.split(";", 1)[0].strip().lower() != "text/event-stream":
+                start = _one_line(answer.body()[:200].decode("utf-8", "replace"), 120)
+                record.error = f"HTTP 200 but not an event stream (Content-Type: {_one_line(media, 80) or 'none'}): {start}"
                 return
             self._read_stream(record, answer.pieces)
-            record.end = answer.end - t0
-            if record.error is None and not record.chunk_times:
-                record.error = "the stream ended without output"
+            if record.error is None:
+                record.error = _count_problem(record, asked, prompt) if record.chunk_times else "the stream ended without output"
         except asyncio.TimeoutError:
-            record.error = f"no complete answer within {self.spec.request_timeout_s:g} s"
+            record.error = self._bound_text() if bounded else f"no complete answer within {self.spec.request_timeout_s:g} s (request_timeout_s)"
         except WireError as exc:
-            record.error = str(exc)
+            record.error = _one_line(str(exc))
         except asyncio.CancelledError:
             record.error = "cancelled"
             raise
@@ -306,49 +459,85 @@ class _Runner:
 
     def _read_stream(self, record: RequestRecord, pieces: list[tuple[float, bytes]]) -> None:
         """The server-sent events of a complete answer, each stamped with the arrival time of
-        the packet that completed it (parsed after the answer, off the timing path)."""
-        t0, route, pending = self.t0, self.spec.route, b""
+        the packet that completed it (parsed after the answer, off the timing path). Linear in
+        the answer's size: a line spanning many pieces is gathered once, and only new bytes
+        are searched for its end."""
+        t0, route = self.t0, self.spec.route
+        partial = bytearray()  # the start of a line whose end has not come yet
         for arrived, piece in pieces:
-            pending += piece
-            if b"\n" not in piece:
+            end = piece.find(b"\n")
+            if end < 0:
+                partial += piece
                 continue
-            *lines, pending = pending.split(b"\n")
-            now = arrived - t0
-            for line in lines:
-                if not line.startswith(b"data:"):
-                    continue
-                payload = line[5:].strip()
-                if payload == b"[DONE]":
+            now, start = arrived - t0, 0
+            while end >= 0:
+                if partial:
+                    partial += piece[start:end]
+                    line, partial = bytes(partial), bytearray()
+                else:
+                    line = piece[start:end]
+                if self._line(record, route, line, now):
                     return
-                try:
-                    data = _loads(payload)
-                except ValueError:
-                    record.error = f"a stream frame is not JSON: {payload[:80]!r}"
-                    return
-                error = _error_text(data)
-                if error is not None:
-                    record.error = error
-                    return
-                if _frame_output(route, data, record):
-                    if not record.chunk_times:
-                        record.first_token = now
-                    record.chunk_times.append(now)
+                start = end + 1
+                end = piece.find(b"\n", start)
+            partial += piece[start:]
+
+    def _line(self, record: RequestRecord, route: str, line: bytes, now: float) -> bool:
+        """One line of the stream into the record; True when the stream is over for the client
+        (its end, or an error)."""
+        if not line.startswith(b"data:"):
+            return False
+        payload = line[5:].strip()
+        if payload == b"[DONE]":
+            return True
+        try:
+            data = _decode(payload)
+        except ValueError:
+            record.error = f"a stream frame is not JSON: {payload[:80]!r}"
+            return True
+        if not isinstance(data, dict):
+            record.error = f"a stream frame is not a JSON object: {payload[:80]!r}"
+            return True
+        error = _error_text(data)
+        if error is not None:
+            record.error = error
+            return True
+        try:
+            output = _frame_output(route, data, record)
+        except _BadFrame as exc:
+            record.error = str(exc)
+            return True
+        if output:
+            if not record.chunk_times:
+                record.first_token = now
+            record.chunk_times.append(now)
+        return False
 
     async def connect(self, count: int) -> None:
-        """``count`` keep-alive connections in the pool before the level's clock starts."""
-        await self.session.connect(max(1, min(count, _MAX_PRECONNECT)))
+        """``count`` keep-alive connections in the pool before the level's clock starts, each
+        within the connect timeout or the time left to the level's bound."""
+        from .wire import CONNECT_TIMEOUT_S
 
-    async def warm(self, bodies: Sequence[tuple[bytes, int]]) -> None:
+        timeout = CONNECT_TIMEOUT_S if self.deadline is None else min(CONNECT_TIMEOUT_S, self.deadline - time.perf_counter())
+        await self.session.connect(max(1, min(count, _MAX_PRECONNECT)), timeout)
+
+    async def warm(self, items: Sequence[tuple[bytes, int, int]]) -> list[str]:
+        """Send the warm-up requests; a note when some failed (they are in no figure)."""
         self.t0 = time.perf_counter()
-        queue = list(bodies)
+        queue = list(items)
         width = max(1, min(8, len(queue)))
+        records: list[RequestRecord] = []
 
         async def worker() -> None:
             while queue:
-                body, n_in = queue.pop()
-                await self.send(RequestRecord(-1, 0.0, input_tokens=n_in), body)
+                body, n_in, asked = queue.pop()
+                record = RequestRecord(-1, 0.0, input_tokens=n_in)
+                records.append(record)
+                await self.send(record, body, asked)
 
         await asyncio.gather(*(worker() for _ in range(width)))
+        failed = [r.error for r in records if r.error is not None]
+        return [f"warm-up: {len(failed)} of {len(records)} requests failed: {failed[0]}"] if failed else []
 
     async def closed_loop(self, share: _Share, bodies: _Bodies, stop_at: float | None, records: list[RequestRecord]) -> None:
         clock, t0 = time.perf_counter, self.t0
@@ -363,10 +552,10 @@ class _Runner:
                     return
                 index = next_index
                 next_index += 1
-                body, n_in = bodies.get(index)
+                body, n_in, asked = bodies.get(index)
                 record = RequestRecord(share.first_index + index, now, input_tokens=n_in)
                 records.append(record)
-                await self.send(record, body)
+                await self.send(record, body, asked)
 
         await asyncio.gather(*(worker() for _ in range(share.concurrency or 1)))
 
@@ -383,10 +572,10 @@ class _Runner:
                 await asyncio.sleep(wait)
             else:  # behind schedule: still let the requests already due start sending
                 await asyncio.sleep(0)
-            body, n_in = bodies.get(index)
+            body, n_in, asked = bodies.get(index)
             record = RequestRecord(share.first_index + index, due, input_tokens=n_in)
             records.append(record)
-            tasks.append(asyncio.ensure_future(self.send(record, body)))
+            tasks.append(asyncio.ensure_future(self.send(record, body, asked)))
             index += 1
             due += rng.expovariate(rate) if share.arrival == "poisson" else 1.0 / rate
         await asyncio.gather(*tasks)
@@ -405,15 +594,16 @@ class _Runner:
 
 
 class _Bodies:
-    """Request bodies by index: made ahead when the count is known, else in batches ahead of use."""
+    """Request bodies by index (with their prompt and asked output lengths): made ahead when the
+    count is known, else in batches ahead of use."""
 
     def __init__(self, spec: LoadSpec, first_index: int, count: int | None) -> None:
         self.spec, self.first_index = spec, first_index
-        self.made = request_bodies(spec, count if count is not None else 256, first_index=first_index)
+        self.made = request_items(spec, count if count is not None else 256, first_index=first_index)
 
-    def get(self, index: int) -> tuple[bytes, int]:
+    def get(self, index: int) -> tuple[bytes, int, int]:
         if index >= len(self.made):
-            self.made += request_bodies(self.spec, max(256, len(self.made)), first_index=self.first_index + len(self.made))
+            self.made += request_items(self.spec, max(256, len(self.made)), first_index=self.first_index + len(self.made))
         return self.made[index]
 
 
@@ -428,14 +618,23 @@ async def _run_share(
     watch: _MetricsWatch | None = None,
     hold: list[_Runner] | None = None,
     ticker: _Ticker | None = None,
-) -> tuple[list[RequestRecord], ClientFigures]:
+) -> tuple[list[RequestRecord], ClientFigures, list[str]]:
+    """One process's share of a level: its records, its figures of itself, and notes (a
+    failed warm-up). With ``duration_s`` the level begins now (or at ``start_wall`` when
+    processes share it) and everything in it ends by :func:`level_bound`."""
     runner = _Runner(url, headers, spec)
+    send_end: float | None = None
+    if spec.duration_s is not None:
+        origin = time.perf_counter() if start_wall is None else time.perf_counter() + (start_wall - time.time())
+        send_end = origin + spec.duration_s
+        runner.deadline = origin + level_bound(spec.duration_s)
     if hold is not None:
         hold.append(runner)
     await runner.open()
     try:
+        notes: list[str] = []
         if warmup:
-            await runner.warm(request_bodies(spec, warmup, first_index=10_000_000 + share.first_index))
+            notes += await runner.warm(request_items(spec, warmup, first_index=10_000_000 + share.first_index))
         bodies = _Bodies(spec, share.first_index, share.requests)
         # Open the level's connections before its clock starts: the time to first token is the
         # server's, not a TCP handshake's (and a burst of N connects is not what a level measures).
@@ -457,7 +656,7 @@ async def _run_share(
         # instant all the same, so its lateness shows as send delay instead of vanishing.
         late = max(0.0, time.time() - start_wall) if start_wall is not None else 0.0
         runner.t0 = time.perf_counter() - late
-        stop_at = spec.duration_s
+        stop_at = None if send_end is None else send_end - runner.t0
         if share.concurrency is not None:
             await runner.closed_loop(share, bodies, stop_at, records)
         else:
@@ -470,7 +669,7 @@ async def _run_share(
             await metrics
         if progress is not None:
             await progress
-        return records, figures
+        return records, figures, notes
     finally:
         await runner.close()
 
@@ -486,7 +685,7 @@ def _run_loop(main: Any) -> Any:
     return asyncio.run(main)
 
 
-def _child(url: str, headers: dict[str, str], spec_json: str, share: _Share, start_wall: float, warmup: int) -> tuple[list[RequestRecord], ClientFigures]:
+def _child(url: str, headers: dict[str, str], spec_json: str, share: _Share, start_wall: float, warmup: int) -> tuple[list[RequestRecord], ClientFigures, list[str]]:
     """A client process's part of a level (runs in a spawned process)."""
     spec = LoadSpec.model_validate_json(spec_json)
     return _run_loop(_run_share(url, headers, spec, share, start_wall, warmup))
@@ -624,19 +823,28 @@ class LoadGenerator:
         if pool is None:
             hold: list[_Runner] = []
             ticker.source = lambda: hold[0].progress_done if hold else 0
-            records, figures = _run_loop(_run_share(self.url, self.headers, spec, share, None, warmup, watch=watch, hold=hold, ticker=ticker))
+            records, figures, notes = _run_loop(_run_share(self.url, self.headers, spec, share, None, warmup, watch=watch, hold=hold, ticker=ticker))
             all_figures = [figures]
         else:
-            records, all_figures = self._spread(share, warmup, pool, watch, ticker)
+            records, all_figures, notes = self._spread(share, warmup, pool, watch, ticker)
         ticker.stop()
         records.sort(key=lambda r: r.scheduled)
-        level = level_result(name, records, mode="concurrency" if share.concurrency else "rate", concurrency=share.concurrency, rate=share.rate, arrival=share.arrival if share.rate else None, slo=spec.slo)
+        level = level_result(
+            name,
+            records,
+            mode="concurrency" if share.concurrency else "rate",
+            concurrency=share.concurrency,
+            rate=share.rate,
+            arrival=share.arrival if share.rate else None,
+            slo=spec.slo,
+            notes=notes,
+        )
         level.validity = judge(level, all_figures, records, spec.limits, share.rate)
         if watch is not None:
             level.server = watch.summary(self.max_running)
         return level
 
-    def _spread(self, share: _Share, warmup: int, pool: ProcessPoolExecutor, watch: _MetricsWatch | None, ticker: _Ticker) -> tuple[list[RequestRecord], list[ClientFigures]]:
+    def _spread(self, share: _Share, warmup: int, pool: ProcessPoolExecutor, watch: _MetricsWatch | None, ticker: _Ticker) -> tuple[list[RequestRecord], list[ClientFigures], list[str]]:
         """The level split over the pool's processes, all starting at one wall-clock instant;
         the parent watches /metrics meanwhile."""
         n = self.spec.processes
@@ -665,6 +873,7 @@ class LoadGenerator:
             watcher.start()
         records: list[RequestRecord] = []
         figures: list[ClientFigures] = []
+        notes: list[str] = []
         try:
             pending = set(futures)
             while pending:  # progress from this (the caller's) thread while the processes run
@@ -672,7 +881,7 @@ class LoadGenerator:
                 ticker.tick()
             for future in futures:
                 try:
-                    part_records, part_figures = future.result()
+                    part_records, part_figures, part_notes = future.result()
                 except BrokenProcessPool as exc:
                     raise SGLangError(
                         "a benchmark client process ended before its share of the level was done; with processes=N a script "
@@ -680,11 +889,12 @@ class LoadGenerator:
                     ) from exc
                 records += part_records
                 figures.append(part_figures)
+                notes += [note for note in part_notes if note not in notes]
         finally:
             done.set()
             if watcher is not None:
                 watcher.join(timeout=5)
-        return records, figures
+        return records, figures, notes
 
 
 class _Ticker:

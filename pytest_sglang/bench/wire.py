@@ -9,11 +9,24 @@ bytes), the only work done there is framing (where the answer ends), and everyth
 (server-sent events, JSON) is parsed after the answer is complete.
 
 Keep-alive connections are pooled per target; ``Connection: close`` and errors retire them.
+
+Every request is bounded: ``timeout`` bounds the whole request (a connect included) and ends
+in ``asyncio.TimeoutError``; a new connection must be made within ``connect_timeout`` (10 s
+by default, :data:`CONNECT_TIMEOUT_S`), else :class:`WireError`; an answer's head is at most
+:data:`MAX_HEAD` bytes and its body at most ``max_body`` bytes (:data:`MAX_BODY` by default),
+else :class:`WireError`: a server that never stops sending can neither hold the client forever
+nor fill its memory.
+
+Each header is sent once: the client's own (Host, User-Agent, Accept, and Content-Type for a
+body) are merged with the caller's in one place, names compared without case, the caller's
+value winning for its own names; Content-Length (and Transfer-Encoding) are the client's
+alone, since it frames the body.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 import ssl
 import time
@@ -22,6 +35,10 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 MAX_HEAD = 64 * 1024
+MAX_BODY = 64 * 1024 * 1024  # an answer's body, by default (``max_body``)
+CONNECT_TIMEOUT_S = 10.0
+# The client frames a request body itself: a caller's value for these is never sent.
+_FRAMING = frozenset({"content-length", "transfer-encoding"})
 
 
 class WireError(Exception):
@@ -48,9 +65,11 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._waiter: asyncio.Future[Answer] | None = None
+        self._max_body = MAX_BODY
         self._reset()
 
     def _reset(self) -> None:
+        self._received = 0  # body bytes of this answer so far (framing included)
         self._head: bytearray | None = bytearray()
         self._answer: Answer | None = None
         self._chunked = False
@@ -100,9 +119,10 @@ class _Connection(asyncio.Protocol):
 
     # -- a request ----------------------------------------------------------------------
 
-    def request(self, data: bytes) -> asyncio.Future[Answer]:
+    def request(self, data: bytes, max_body: int = MAX_BODY) -> asyncio.Future[Answer]:
         assert self.transport is not None
         self._reset()
+        self._max_body = max_body
         self._waiter = asyncio.get_running_loop().create_future()
         self.transport.write(data)
         return self._waiter
@@ -132,6 +152,9 @@ class _Connection(asyncio.Protocol):
         answer = self._answer
         if answer is None or not data:
             return
+        self._received += len(data)
+        if self._received > self._max_body:
+            raise WireError(f"the answer exceeded {_mib(self._max_body)} (the client keeps at most that much of one answer)")
         if not self._chunked:
             if self._length is not None:
                 data = data[: self._length]
@@ -202,6 +225,20 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
 
 
+def _mib(size: int) -> str:
+    return f"{round(size / 2**20, 1):g} MiB"
+
+
+def merge_headers(*layers: dict[str, str]) -> dict[str, str]:
+    """Headers merged with names compared without case: a later layer's value wins, under its
+    own spelling. Each name appears once in the result."""
+    merged: dict[str, tuple[str, str]] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            merged[name.strip().lower()] = (name.strip(), str(value))
+    return {name: value for name, value in merged.values()}
+
+
 class WireClient:
     """Requests to one server (``http://`` or ``https://``, optional path prefix) over pooled
     keep-alive connections. Times are ``clock()`` readings (``time.perf_counter`` by default)."""
@@ -220,41 +257,73 @@ class WireClient:
                 self.ssl.check_hostname = False
                 self.ssl.verify_mode = ssl.CERT_NONE
         host_header = self.host if parts.port is None else f"{self.host}:{parts.port}"
-        fixed = {"Host": host_header, "User-Agent": "pytest-sglang-bench", "Accept": "*/*", **headers}
-        self._head = "".join(f"{k}: {v}\r\n" for k, v in fixed.items())
+        fixed = merge_headers({"Host": host_header, "User-Agent": "pytest-sglang-bench", "Accept": "*/*"}, headers)
+        self.headers = {name: value for name, value in fixed.items() if name.lower() not in _FRAMING}
+        self._head = "".join(f"{k}: {v}\r\n" for k, v in self.headers.items())
+        has_type = any(name.lower() == "content-type" for name in self.headers)
+        self._body_type = "" if has_type else "Content-Type: application/json\r\n"
         self.clock = clock
         self._idle: list[_Connection] = []
         self._all: set[_Connection] = set()
 
-    async def _connection(self) -> _Connection:
+    async def _connection(self, connect_timeout: float, deadline: float | None) -> _Connection:
         while self._idle:
             conn = self._idle.pop()
             if not conn.closed:
                 return conn
-        return await self._open()
+        return await self._open(connect_timeout, deadline)
 
-    async def _open(self) -> _Connection:
+    async def _open(self, connect_timeout: float = CONNECT_TIMEOUT_S, deadline: float | None = None) -> _Connection:
+        """A new connection within ``connect_timeout`` (WireError), and before ``deadline`` (a
+        ``loop.time()``; asyncio.TimeoutError) when that comes first."""
         loop = asyncio.get_running_loop()
+        left = math.inf if deadline is None else deadline - loop.time()
+        wait = min(connect_timeout, left)
+        if wait <= 0:
+            raise asyncio.TimeoutError()
         try:
-            _, protocol = await loop.create_connection(lambda: _Connection(self.clock), self.host, self.port, ssl=self.ssl)
+            _, protocol = await asyncio.wait_for(loop.create_connection(lambda: _Connection(self.clock), self.host, self.port, ssl=self.ssl), wait)
+        except asyncio.TimeoutError:  # before OSError: since Python 3.11 it is the builtin TimeoutError, an OSError
+            if left <= connect_timeout:
+                raise  # the request's own bound came first
+            raise WireError(f"could not connect to {self.host}:{self.port} within {connect_timeout:g} s (is the server up and accepting?)") from None
         except OSError as exc:
             raise WireError(f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}") from None
         self._all.add(protocol)
         return protocol
 
     def _encode(self, method: str, path: str, body: bytes | None) -> bytes:
-        length = f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n" if body is not None else ""
+        length = f"{self._body_type}Content-Length: {len(body)}\r\n" if body is not None else ""
         return f"{method} {self.prefix}{path} HTTP/1.1\r\n{self._head}{length}\r\n".encode("latin-1") + (body or b"")
 
-    async def request(self, method: str, path: str, body: bytes | None = None, *, timeout: float | None = None, on_send: Callable[[], None] | None = None) -> Answer:
-        """One request; ``on_send`` runs just before its bytes are written (after any connect)."""
-        conn = await self._connection()
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        timeout: float | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
+        max_body: int = MAX_BODY,
+        on_send: Callable[[], None] | None = None,
+    ) -> Answer:
+        """One request; ``on_send`` runs just before its bytes are written (after any connect).
+
+        ``timeout`` (seconds, None: none) bounds the whole request, a connect included, and ends
+        it with asyncio.TimeoutError; a new connection must be made within ``connect_timeout``
+        (WireError); an answer's body longer than ``max_body`` bytes is a WireError."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        conn = await self._connection(connect_timeout, deadline)
         data = self._encode(method, path, body)
         if on_send is not None:
             on_send()
-        waiter = conn.request(data)
+        waiter = conn.request(data, max_body)
         try:
-            answer = await asyncio.wait_for(waiter, timeout) if timeout else await waiter
+            if deadline is None:
+                answer = await waiter
+            else:
+                answer = await asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
         except BaseException:
             conn.close()
             raise
@@ -262,12 +331,13 @@ class WireClient:
             self._idle.append(conn)
         return answer
 
-    async def connect(self, count: int) -> None:
-        """Open connections until ``count`` are idle in the pool (before a level's clock starts)."""
+    async def connect(self, count: int, timeout: float = CONNECT_TIMEOUT_S) -> None:
+        """Open connections until ``count`` are idle in the pool (before a level's clock starts),
+        each within ``timeout`` seconds; the ones that fail are left to the requests."""
         want = count - sum(1 for c in self._idle if not c.closed)
-        if want <= 0:
+        if want <= 0 or timeout <= 0:
             return
-        opened = await asyncio.gather(*(self._open() for _ in range(want)), return_exceptions=True)
+        opened = await asyncio.gather(*(self._open(timeout) for _ in range(want)), return_exceptions=True)
         self._idle += [c for c in opened if isinstance(c, _Connection)]
 
     def close(self) -> None:
