@@ -80,8 +80,10 @@ def test_update_writes_then_the_check_passes_then_the_candidate_fails_with_typed
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*field(s) differ from the SGLang baseline:",
-            "  effective.max_running_requests: 48 -> 26 (from /server_info*) ?explained by capacity.mamba-cap: *",
+            "7 problem(s) with the SGLang baseline:",
+            "  prefill CUDA graph: on -> off ?pcg.multimodal: *? (4 fields)",
+            "  max_running_requests: 48 -> 26 ?capacity.mamba-cap: *? (3 fields)",
+            "    effective.max_running_requests: 48 -> 26 (from /server_info*)",
         ]
     )
     (record,) = check_records(pytester, f"--sglang-host={CANDIDATE}", "--sglang-baseline=base")
@@ -100,7 +102,7 @@ def test_update_rewrites_a_changed_baseline_keeps_its_policy_and_prints_what_cha
     edit(base / "qwen35.json", lambda d: d.__setitem__("policy", {"server_args.cuda_graph_bs": "ignore"}))
     result = run(pytester, f"--sglang-host={CANDIDATE}", "--sglang-baseline=base", "--sglang-update-baseline")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["updated base*qwen35.json (from *candidate): * field(s) changed", "  effective.max_running_requests: 48 -> 26*"])
+    result.stdout.fnmatch_lines(["updated base*qwen35.json (from *candidate): * change(s) (* field(s)) changed", "  max_running_requests: 48 -> 26*", "      effective.max_running_requests: 48 -> 26*"])
     doc = json.loads((base / "qwen35.json").read_text())
     assert doc["effective"]["max_running_requests"]["value"] == 26
     assert doc["policy"] == {"server_args.cuda_graph_bs": "ignore"}
@@ -120,7 +122,8 @@ def test_tolerances_from_the_file_and_the_ini_pass_inside_and_fail_outside(pytes
     edit(path, drift)
     result = run(pytester, f"--sglang-host={BASELINE}", "--sglang-baseline=base")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["2 field(s) differ*", "*effective.max_total_num_tokens: 420403 -> 412160*", "*server_args.mem_fraction_static: 0.785 -> 0.77714*"])
+    # one change: the KV pool (max_total_num_tokens) is sized from mem_fraction_static
+    result.stdout.fnmatch_lines(["1 problem(s) with the SGLang baseline:", "  mem_fraction_static: 0.785 -> 0.77714 * (2 fields)", "*server_args.mem_fraction_static: 0.785 -> 0.77714*", "*effective.max_total_num_tokens: 420403 -> 412160*"])
 
     edit(path, lambda d: d.__setitem__("policy", {"effective.max_total_num_tokens": {"relative": "5%"}}))
     pytester.makeini("[pytest]\nsglang_baseline_policy =\n    server_args.mem_fraction_*  = absolute 0.01\n")
@@ -135,7 +138,7 @@ def test_tolerances_from_the_file_and_the_ini_pass_inside_and_fail_outside(pytes
     edit(path, lambda d: d.__setitem__("policy", {"effective.max_total_num_tokens": {"relative": 0.01}}))
     result = run(pytester, f"--sglang-host={BASELINE}", "--sglang-baseline=base")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["1 field(s) differ*", "*max_total_num_tokens: 420403 -> 412160 * outside the tolerance relative 1%*"])
+    result.stdout.fnmatch_lines(["1 problem(s) with the SGLang baseline:", "*server_args.mem_fraction_static: 0.785 -> 0.77714 * - within tolerance*", "*max_total_num_tokens: 420403 -> 412160 * outside the tolerance relative 1%*"])
 
 
 def test_a_waiver_passes_until_it_expires_and_then_fails_saying_so(pytester):
@@ -203,8 +206,9 @@ def test_a_missing_baseline_fails_naming_the_file_and_unused_baselines_are_liste
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            f"  no baseline for {BASELINE}: expected base/Qwen3.5-122B-A10B__4xRTX-PRO-6000__sglang-0.5.12__tp4.json (deployment key *)",
-            "write it with --sglang-update-baseline*",
+            "1 problem(s) with the SGLang baseline:",
+            f"  no baseline for {BASELINE}: expected base/Qwen3.5-122B-A10B__4xRTX-PRO-6000__sglang-0.5.12__tp4.json; create it with --sglang-update-baseline",
+            "the deployment key is Qwen3.5-122B-A10B__4xRTX-PRO-6000__sglang-0.5.12__tp4; *",
             "baseline file(s) in base that no host used: retired-deployment.json",
         ]
     )

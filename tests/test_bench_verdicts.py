@@ -169,6 +169,14 @@ def test_an_error_rate_limit_allows_what_it_says_but_never_a_level_with_no_succe
     assert "none of the 8 requests succeeded: HTTP 429: rate limited" in str(info.value)
 
 
+def test_a_level_that_measured_nothing_fails_and_says_why():
+    """A warm-up that used the whole budget leaves a level with no request: that is not a pass."""
+    empty = LevelResult(name="concurrency=4", mode="concurrency", concurrency=4, notes=["warm-up: 2 of 2 requests failed: did not finish within the level's 18 s bound"])
+    with pytest.raises(BenchFailed) as info:
+        expect(BenchResult(target="sim://x", levels=[empty]), "error_rate <= 1")
+    assert "concurrency=4: no request was measured (warm-up: 2 of 2 requests failed: did not finish within the level's 18 s bound)" in str(info.value)
+
+
 # ---- thresholds that cannot be right -----------------------------------------------------------
 
 

@@ -60,7 +60,10 @@ def test_a_replica_that_drifted_is_listed_with_its_differing_fields_and_sources(
     result.stdout.fnmatch_lines(
         [
             "the hosts of this run do not agree (* difference(s)):",
-            f"  {CANDIDATE}: effective.max_running_requests = 26 (fleet: 48) from /server_info internal_states[[]0[]].effective_max_running_requests_per_dp [[]explained by capacity.mamba-cap[]]",
+            f"  {CANDIDATE}: prefill CUDA graph = off (fleet: on) [[]pcg.multimodal: *[]] (4 fields)",
+            f"  {CANDIDATE}: max_running_requests = 26 (fleet: 48) [[]capacity.mamba-cap: *[]] (3 fields)",
+            "    effective.max_running_requests = 26 (fleet: 48) from /server_info internal_states[[]0[]].effective_max_running_requests_per_dp",
+            "    effective.max_running_requests_total = 26 (fleet: 48) from *",
         ]
     )
     record = fleet_record(pytester)
@@ -73,6 +76,11 @@ def test_a_replica_that_drifted_is_listed_with_its_differing_fields_and_sources(
     assert (mrr["value"], mrr["fleet_value"], mrr["finding"]) == (26, 48, "capacity.mamba-cap")
     assert by_field["server_args.speculative_algorithm"]["value"] == "EAGLE"
     assert "effective.max_running_requests" in record["differing_fields"]
+    # the same fields, as changes: each field in one change, the real changes first
+    groups = record["groups"][CANDIDATE]
+    assert len(groups) <= 8 and sorted(f for g in groups for f in g["fields"]) == sorted(by_field)
+    assert {groups[0]["name"], groups[1]["name"]} == {"effective.prefill_cuda_graph", "effective.max_running_requests"}
+    assert len(record["failures"]) == len(groups)
 
 
 def test_a_field_may_differ_by_policy_and_is_then_only_noted(pytester):

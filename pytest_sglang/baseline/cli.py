@@ -141,30 +141,44 @@ def _policy(doc: dict[str, Any] | None, entries: list[str], origin: str) -> Any:
     return base + Policy.from_lines(entries, "--policy")
 
 
+def _fields(found: list[Any]) -> list[Any]:
+    return sorted((d for c in found for d in c.members), key=lambda d: d.path)
+
+
+def _changes_text(found: list[Any]) -> list[str]:
+    """Each change, its fields under it: the failing changes first."""
+    return [f"  {line}" for change in found for line in change.lines()]
+
+
+def _within_policy(found: list[Any]) -> str:
+    passing = [c for c in found if not c.failing]
+    return f"; {len(passing)} more within policy" if passing else ""
+
+
 def run_diff(args: argparse.Namespace) -> int:
-    from .compare import compare
+    from .compare import changes, summary
 
     policy = _policy(None, args.policy, "")  # bad entries fail before any target is read
     a, a_is_file = _side(args.a, args)
     b, b_is_file = _side(args.b, args)
     owner = a if a_is_file else b if b_is_file else None
     policy = _policy(owner, args.policy, f"baseline {args.a if a_is_file else args.b} policy")
-    diffs = compare(a, b, policy)
-    failing = [d for d in diffs if d.failing]
+    found = changes(a, b, policy)
+    failing = [c for c in found if c.failing]
     if args.json:
-        _print_json({"a": args.a, "b": args.b, "same": not failing, "diffs": [d.to_dict() for d in diffs]})
-    elif not diffs:
+        _print_json({"a": args.a, "b": args.b, "same": not failing, "diffs": [d.to_dict() for d in _fields(found)], "groups": [c.to_dict() for c in found]})
+    elif not found:
         _print(f"{args.a} and {args.b}: the same configuration")
     else:
-        head = f"{args.a} -> {args.b}: {len(failing)} field(s) differ" + (f" ({len(diffs) - len(failing)} more within policy)" if len(diffs) > len(failing) else "")
-        _print("\n".join([head, *(f"  {d.line()}" for d in diffs)]))
+        _print("\n".join([f"{args.a} -> {args.b}: {summary(found)} differ{_within_policy(found)}", *_changes_text(found)]))
     return 1 if failing else 0
 
 
 # ---- baseline -------------------------------------------------------------------------------------
 def run_baseline(args: argparse.Namespace) -> int:
-    from .compare import Policy, compare
+    from .compare import Policy, changes, summary
     from .document import default_key, document, safe_name
+    from .plugin import missing_line
     from .plugin import ci_set
     from .store import content_changed, file_content, load_baseline, write_baseline
 
@@ -187,39 +201,41 @@ def run_baseline(args: argparse.Namespace) -> int:
     result: dict[str, Any] = {"target": name, "key": key, "file": str(path)}
     if args.update:
         content = file_content(doc, key, previous)
-        diffs = compare(previous, content, Policy()) if previous is not None else []
+        found = changes(previous, content, Policy()) if previous is not None else []
         if previous is None:
             result["status"], lines = "written", [f"wrote {path} (new, key {key}, from {name})"]
         elif content_changed(previous, content):
             result["status"] = "updated"
-            lines = [f"updated {path} (from {name}): {len(diffs)} field(s) changed", *(f"  {d.line()}" for d in diffs)]
+            lines = [f"updated {path} (from {name}): {summary(found)} changed", *_changes_text(found)]
         else:
             result["status"], lines = "unchanged", [f"{path}: unchanged"]
         if result["status"] != "unchanged":
             write_baseline(path, content)
-        result["diffs"] = [d.to_dict() for d in diffs]
+        result["diffs"] = [d.to_dict() for d in _fields(found)]
+        result["groups"] = [c.to_dict() for c in found]
         if args.json:
             _print_json(result)
         else:
             _print("\n".join(lines))
         return 0
     if previous is None:
-        result.update(status="missing", diffs=[])
+        message = missing_line(name, str(path), "--update")
+        result.update(status="missing", diffs=[], groups=[], message=message)
         if args.json:
             _print_json(result)
         else:
-            _print(f"no baseline for {name}: expected {path} (deployment key {key}); write it with --update")
+            _print(f"{message} (deployment key {key})")
         return 1
     policy = Policy.from_mapping(previous.get("policy"), f"baseline {path.name} policy") + extra
-    diffs = compare(previous, doc, policy)
-    failing = [d for d in diffs if d.failing]
-    result.update(status="differ" if failing else "match", diffs=[d.to_dict() for d in diffs])
+    found = changes(previous, doc, policy)
+    failing = [c for c in found if c.failing]
+    result.update(status="differ" if failing else "match", diffs=[d.to_dict() for d in _fields(found)], groups=[c.to_dict() for c in found])
     if args.json:
         _print_json(result)
     elif not failing:
-        _print("\n".join([f"{name} matches {path}", *(f"  {d.line()}" for d in diffs)]))
+        _print("\n".join([f"{name} matches {path}", *_changes_text(found)]))
     else:
-        _print("\n".join([f"{name} differs from {path}: {len(failing)} field(s)", *(f"  {d.line()}" for d in diffs)]))
+        _print("\n".join([f"{name} differs from {path}: {summary(found)}{_within_policy(found)}", *_changes_text(found)]))
     return 1 if failing else 0
 
 

@@ -21,7 +21,7 @@ KEY_INI = "sglang_baseline_key"
 POLICY_INI = "sglang_baseline_policy"
 UPDATE_VALUES = ("yes", "force")
 WORKER_OUTPUT = "sglang_baseline_pending"
-MAX_LINES_PER_FILE = 25
+MAX_LINES_PER_FILE = 60
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -158,7 +158,7 @@ def _display_path(path: Path) -> str:
 
 
 def _run(config: pytest.Config, spec: Any) -> Outcome:
-    from .compare import Policy, compare, expired_waivers
+    from .compare import Policy, changes, expired_waivers, summary
     from .document import document
     from .store import content_changed, file_content, load_baseline
 
@@ -169,37 +169,39 @@ def _run(config: pytest.Config, spec: Any) -> Outcome:
     key = deployment_key(state, spec.display, live)
     path = state.directory / f"{key}.json"
     shown = _display_path(path)
-    record: dict[str, Any] = {"key": key, "file": path.name, "path": shown, "diffs": []}
+    record: dict[str, Any] = {"key": key, "file": path.name, "path": shown, "diffs": [], "groups": []}
     if not path.exists():
         if state.update:
             state.pending.append(Pending(key, str(path), spec.display, file_content(live, key, None), None))
             return Outcome(notes=[f"no baseline yet: {shown} is written at the end of the run"], record={**record, "baseline": "new"})
+        missing = missing_line(spec.display, shown)
         return Outcome(
-            failures=[f"no baseline for {spec.display}: expected {shown} (deployment key {key})"],
-            record={**record, "baseline": "missing"},
-            hint=f"write it with --sglang-update-baseline, or map this host to an existing key in the ini file: {KEY_INI} = {spec.display} = KEY",
+            failures=[missing],
+            record={**record, "baseline": "missing", "message": missing},
+            hint=f"the deployment key is {key}; to check this host against another deployment's baseline, map it to that key in the ini file: {KEY_INI} = {spec.display} = KEY",
         )
     baseline = load_baseline(path)
     policy = Policy.from_mapping(baseline.get("policy"), f"baseline {path.name} policy") + state.policy
-    diffs = compare(baseline, live, policy)
+    found = changes(baseline, live, policy)
+    diffs = sorted((d for c in found for d in c.members), key=lambda d: d.path)
     record["diffs"] = [d.to_dict() for d in diffs]
+    record["groups"] = [c.to_dict() for c in found]
     record["baseline"] = "found"
-    failing = [d for d in diffs if d.failing]
-    passing = [d for d in diffs if not d.failing]
-    differing = {d.path for d in diffs}
-    notes = [d.line() for d in passing]
+    record["summary"] = summary(found)
+    failing = [c for c in found if c.failing]
+    notes = [_passing(c) for c in found if not c.failing]
     notes += [
         f"waiver for {r.pattern} expired on {r.until} and nothing differs there now: remove it ({r.origin})"
         for r in expired_waivers(policy)
-        if not any(d.path == r.pattern for d in diffs) and r.pattern not in differing
+        if not any(d.policy == r.pattern or d.path == r.pattern for d in diffs)
     ]
     if state.update:
         content = file_content(live, key, baseline)
         if content_changed(baseline, content):
             state.pending.append(Pending(key, str(path), spec.display, content, baseline))
-        return Outcome(notes=[*(d.line() for d in failing), *notes], record={**record, "updating": bool(failing)})
+        return Outcome(notes=[*(c.text() for c in failing), *notes], record={**record, "updating": bool(failing)})
     return Outcome(
-        failures=[d.line() for d in failing],
+        failures=[c.text() for c in failing],
         notes=notes,
         record=record,
         hint=(
@@ -211,7 +213,18 @@ def _run(config: pytest.Config, spec: Any) -> Outcome:
     )
 
 
-BASELINE = Check(name=CHECK_NAME, heading="{n} field(s) differ from the SGLang baseline", run=_run)
+def missing_line(host: str, shown: str, option: str = "--sglang-update-baseline") -> str:
+    """What a check without its baseline file says."""
+    return f"no baseline for {host}: expected {shown}; create it with {option}"
+
+
+def _passing(change: Any) -> str:
+    """A change the policy lets pass, on one line with its fields."""
+    return f"{change.headline()}: {', '.join(change.fields)}" if len(change.members) > 1 else change.headline()
+
+
+# A failure is a change (with its fields) or a missing baseline file: each is one problem.
+BASELINE = Check(name=CHECK_NAME, heading="{n} problem(s) with the SGLang baseline", run=_run)
 
 
 class BaselinePlugin:
@@ -283,8 +296,21 @@ def _pending_json(pending: list[Pending]) -> list[dict[str, Any]]:
     return [{"key": p.key, "file": p.file, "host": p.host, "content": p.content, "previous": p.previous} for p in pending]
 
 
+def changed_lines(found: list[Any], limit: int = MAX_LINES_PER_FILE) -> list[str]:
+    """The lines of each change, indented, whole changes only while they fit in ``limit`` lines."""
+    lines: list[str] = []
+    for i, change in enumerate(found):
+        text = [f"  {line}" for line in change.lines()]
+        if lines and len(lines) + len(text) > limit:
+            rest = found[i:]
+            lines.append(f"  ... and {len(rest)} more change(s) ({sum(len(c.members) for c in rest)} field(s)): {', '.join(c.title for c in rest)}")
+            break
+        lines += text
+    return lines
+
+
 def _write(state: BaselineState) -> list[str]:
-    from .compare import Policy, compare
+    from .compare import Policy, changes, compare, summary
     from .store import write_baseline
 
     lines: list[str] = []
@@ -304,12 +330,10 @@ def _write(state: BaselineState) -> list[str]:
         if first.previous is None:
             lines.append(f"wrote {shown} (new, key {first.key}, from {first.host})")
             continue
-        diffs = compare(first.previous, first.content, Policy())
-        if not diffs:
+        found = changes(first.previous, first.content, Policy())
+        if not found:
             lines.append(f"updated {shown} (from {first.host}): sources or notes changed, no compared value")
             continue
-        lines.append(f"updated {shown} (from {first.host}): {len(diffs)} field(s) changed")
-        lines += [f"  {d.line()}" for d in diffs[:MAX_LINES_PER_FILE]]
-        if len(diffs) > MAX_LINES_PER_FILE:
-            lines.append(f"  ... and {len(diffs) - MAX_LINES_PER_FILE} more")
+        lines.append(f"updated {shown} (from {first.host}): {summary(found)} changed")
+        lines += changed_lines(found)
     return lines

@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(data + "\n")
     print(data if args.json else scrub(render_result(result)))
-    empty = [line for line in (request_failures(lv) for lv in result.levels if lv.requests and not lv.completed) if line]
+    empty = [line for line in (request_failures(lv) for lv in result.levels if not lv.completed) if line]
     if empty:
         for line in empty:
             print(scrub(f"nothing measured: {line}"), file=sys.stderr)

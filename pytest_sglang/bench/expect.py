@@ -245,6 +245,9 @@ def _allows_errors(parsed: Sequence[Threshold]) -> bool:
 
 def request_failures(level: LevelResult) -> str | None:
     """The failure line for a level whose requests failed, or None."""
+    if not level.requests and not level.completed:
+        why = next((note for note in level.notes if note.startswith("warm-up")), None)
+        return f"{level.name}: no request was measured" + (f" ({why})" if why else "")
     if level.requests and not level.completed:
         first = f": {level.errors[0]}" if level.errors else ""
         return f"{level.name}: none of the {level.requests} requests succeeded{first}"

@@ -6,7 +6,8 @@ findings; host-specific fields such as ports, addresses, per-host paths and seed
 The hosts are grouped by identical documents; the largest group (the first host's on a tie)
 is the fleet's configuration, and every other host is compared with it field by field
 (:func:`pytest_sglang.baseline.compare`, under the same per-field policy syntax: ignore,
-tolerances, waivers).
+tolerances, waivers), the fields grouped into changes as for baselines: one setting's fields,
+and what follows from it, are one change (:func:`pytest_sglang.baseline.compare.changes`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from ..errors import SGLangError
 
 if TYPE_CHECKING:
-    from ..baseline.compare import Policy
+    from ..baseline.compare import Change, Policy
     from ..options import TargetOptions
     from ..spec import HostSpec
     from ..target import Target
@@ -57,6 +58,7 @@ class FieldDiff:
     finding: str | None = None
     status: str = "differs"
     note: str | None = None
+    group: str | None = None  # the name of the change it belongs to (its first field's path)
 
     @property
     def failing(self) -> bool:
@@ -72,13 +74,14 @@ class FieldDiff:
             "finding": self.finding,
             "status": self.status,
             "note": self.note,
+            "group": self.group,
         }
 
-    def line(self) -> str:
+    def line(self, *, explained: bool = True) -> str:
         text = f"{self.field} = {_short(self.value)} (fleet: {_short(self.fleet_value)})"
         if self.source:
             text += f" from {self.source}"
-        if self.finding:
+        if self.finding and explained and not self.field.startswith("findings."):
             text += f" [explained by {self.finding}]"
         if self.status != "differs":
             text += f" - {self.status}" + (f": {self.note}" if self.note else "")
@@ -95,7 +98,18 @@ class Drift:
     groups: list[list[str]] = field(default_factory=list)
     differences: dict[str, list[FieldDiff]] = field(default_factory=dict)
     tolerated: dict[str, list[FieldDiff]] = field(default_factory=dict)
+    changes: dict[str, list[Change]] = field(default_factory=dict)
     fields_compared: int = 0
+
+    def lines(self, host: str, *, failing: bool = True) -> list[str]:
+        """A host's changes from the fleet's configuration (``failing=False``: those a policy
+        lets pass), each as one text: the change, then its fields under it."""
+        by_field = {d.field: d for d in (*self.differences.get(host, ()), *self.tolerated.get(host, ()))}
+        out = []
+        for change in self.changes.get(host, ()):
+            if change.failing == failing:
+                out.append(change.text("fleet", lambda d, c=change: by_field[d.path].line(explained=d.finding != c.finding)))
+        return out
 
     @property
     def agree(self) -> bool:
@@ -117,7 +131,7 @@ def documents(targets: Mapping[str, Target]) -> dict[str, dict[str, Any]]:
 def drift(docs: Mapping[str, Mapping[str, Any]], policy: Policy | None = None) -> Drift:
     """Compare hosts' configuration documents: the largest group of identical documents is the
     fleet's configuration; every other host is listed with the fields it differs in."""
-    from ..baseline.compare import compare, flatten
+    from ..baseline.compare import changes, flatten
 
     hosts = list(docs)
     if not hosts:
@@ -132,7 +146,8 @@ def drift(docs: Mapping[str, Mapping[str, Any]], policy: Policy | None = None) -
     result = Drift(hosts=hosts, reference=reference, groups=groups)
     result.fields_compared = len(set().union(*(set(f) for f in flat.values())))
     for members in groups[1:]:
-        diffs = compare(docs[reference], docs[members[0]], policy)
+        found = changes(docs[reference], docs[members[0]], policy)
+        diffs = sorted((d for c in found for d in c.members), key=lambda d: d.path)
         for host in members:
             converted = [
                 FieldDiff(
@@ -144,14 +159,19 @@ def drift(docs: Mapping[str, Mapping[str, Any]], policy: Policy | None = None) -
                     finding=d.finding,
                     status=d.status,
                     note=d.note,
+                    group=d.group,
                 )
                 for d in diffs
             ]
             result.differences[host] = [d for d in converted if d.failing]
             result.tolerated[host] = [d for d in converted if not d.failing]
+            result.changes[host] = found
     return result
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    from .._text import one_line, short_repr
+
+    if isinstance(value, Mapping) and {"severity", "summary"} <= set(value):  # an explain finding
+        return f"{value.get('severity')} ({value.get('status')}): {one_line(value.get('summary'), 90)}"
+    return short_repr(value, limit)

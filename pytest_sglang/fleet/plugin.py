@@ -50,9 +50,9 @@ def _fleet(config: pytest.Config, _spec: Any) -> Outcome:
             unread[spec.display] = str(exc)
     result = drift(documents(targets), policy)
     failures = [f"{host}: not read, so the fleet cannot be compared: {error}" for host, error in unread.items()]
-    for host, diffs in result.differences.items():
-        failures += [f"{host}: {d.line()}" for d in diffs]
-    notes = [f"{host}: {d.line()}" for host, diffs in result.tolerated.items() for d in diffs]
+    for host in result.differences:
+        failures += [f"{host}: {text}" for text in result.lines(host)]
+    notes = [f"{host}: {text}" for host in result.tolerated for text in result.lines(host, failing=False)]
     if len(specs) < 2:
         notes.append(f"{len(specs)} host(s) in this run: nothing to compare (give several --sglang-host)")
     elif not failures:
@@ -66,6 +66,9 @@ def _fleet(config: pytest.Config, _spec: Any) -> Outcome:
         "fields_compared": result.fields_compared,
         "differing_fields": result.fields,
         "differences": {host: [d.to_dict() for d in diffs] for host, diffs in result.differences.items() if diffs},
+        # per host, its changes from the fleet's configuration: each change's fields (``fields``)
+        # are the host's entries in ``differences`` and ``tolerated`` (their ``group`` is its name)
+        "groups": {host: [c.to_dict() for c in found] for host, found in result.changes.items() if found},
         "tolerated": {host: [d.to_dict() for d in diffs] for host, diffs in result.tolerated.items() if diffs},
         "unread": unread,
     }
