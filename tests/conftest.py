@@ -19,8 +19,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--real-sglang",
         action="store_true",
-        help="also run the tier against real SGLang 0.5.23 servers on CPU (installs SGLang once, ~2.6 GB)",
+        help="also run the tier against real SGLang 0.5.23 servers on CPU (installs SGLang once, ~2.6 GB), and the slow tests",
     )
+    parser.addoption("--slow", action="store_true", help="also run the slow tests (whole runs under xdist, type checks); --real-sglang runs them too")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: a test of many seconds (whole pytest runs, xdist, mypy); runs with --slow or --real-sglang")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Plain ``pytest -n 2`` is the fast tier; the complete run (``--real-sglang``, as CI runs
+    it) or ``--slow`` adds the slow tests."""
+    if config.getoption("--slow") or config.getoption("--real-sglang"):
+        return
+    skip = pytest.mark.skip(reason="slow test: runs with --slow or --real-sglang (the complete tier)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
 
 
 REAL_TIER = "tests/real_sglang/"

@@ -227,6 +227,7 @@ def test_update_is_refused_under_ci_unless_forced(pytester, monkeypatch):
     result.stderr.fnmatch_lines(["ERROR: --sglang-update-baseline needs a baseline directory*"])
 
 
+@pytest.mark.slow
 def test_xdist_two_hosts_the_controller_writes_each_baseline_once_and_checks_pass(pytester):
     pytester.makepyfile("def test_version(sglang):\n    assert sglang.version\n")
     key = "llama-prod"
@@ -293,6 +294,7 @@ def cli(*args: str, cwd: Path | None = None, env: dict | None = None) -> subproc
     return subprocess.run([sys.executable, "-m", "pytest_sglang.cli", *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
 
 
+@pytest.mark.slow
 def test_cli_show_text_and_json(tmp_path):
     done = cli("show", CANDIDATE)
     assert done.returncode == 0, done.stderr
@@ -312,6 +314,7 @@ def test_cli_show_text_and_json(tmp_path):
     assert done.returncode in (2, 3) and len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_cli_baseline_write_check_differ_missing_and_ci(tmp_path):
     d = str(tmp_path / "base")
     done = cli("baseline", BASELINE, "--dir", d, "--key", "qwen35", "--update")
@@ -340,6 +343,7 @@ def test_cli_baseline_write_check_differ_missing_and_ci(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "'effective.x = maybe'" in done.stderr
 
 
+@pytest.mark.slow
 def test_cli_diff_targets_baseline_files_and_captures(tmp_path):
     d = tmp_path / "base"
     assert cli("baseline", BASELINE, "--dir", str(d), "--key", "qwen35", "--update").returncode == 0

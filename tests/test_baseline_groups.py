@@ -293,6 +293,7 @@ def test_the_baselines_manual_shows_checked_output():
     assert any(c.startswith("pytest-sglang diff") for c in commands) and any("--sglang-baseline=elsewhere" in c for c in commands)
 
 
+@pytest.mark.slow
 def test_every_checked_block_in_the_baselines_manual_is_what_the_command_prints(tmp_path):
     """The blocks run in order in one empty directory. A ``pytest-sglang`` block is compared line
     for line (with its exit status after ``$ echo $?``); a ``pytest`` block's lines, ``...``

@@ -75,6 +75,7 @@ def test_no_benchmark_against_a_host_whose_configuration_check_failed(pytester, 
     result.stdout.fnmatch_lines([f"*benchmark not run: the configuration of {CANDIDATE} failed in this session (sglang-baseline[[]{CANDIDATE}[]] failed)*"])
 
 
+@pytest.mark.slow
 def test_benchmarks_of_one_host_never_overlap_under_xdist(pytester, tmp_path):
     stamps = tmp_path / "stamps"
     stamps.mkdir()
@@ -104,6 +105,7 @@ def test_capacity(sglang_bench):
 """
 
 
+@pytest.mark.slow
 def test_a_benchmark_baseline_is_written_then_gates_a_regression_with_repeats(pytester, tmp_path):
     pytester.makepyfile(BASELINE_SUITE)
     baselines = tmp_path / "baselines"

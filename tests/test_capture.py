@@ -247,6 +247,7 @@ def test_replay_specs_take_a_file_and_nothing_else(spec, message):
 # ---- --sglang-capture during a run -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sglang_capture_under_xdist_with_two_hosts_writes_exactly_two_files_without_the_key(pytester):
     key = "sk-xdist-456"
     pytester.makepyfile(

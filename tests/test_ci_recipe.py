@@ -78,6 +78,7 @@ def _clean_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_the_recipe_runs_as_written_and_the_gate_promotes(tmp_path: Path) -> None:
     commands = _recipe()
     installs = [c for c in commands if c.startswith("pip install")]

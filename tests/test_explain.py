@@ -292,6 +292,7 @@ def test_the_console_script_is_installed():
     assert done.returncode == 0 and "explain" in done.stdout
 
 
+@pytest.mark.slow
 def test_lint_and_the_report_section_under_xdist_with_several_hosts(pytester):
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest("-p", "no:benchmark", "-p", "xdist", "-n", "2", f"--sglang-host={CANDIDATE}", f"--sglang-host={BASELINE}", "--sglang-lint", "--sglang-explain")

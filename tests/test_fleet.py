@@ -125,6 +125,7 @@ def test_without_the_option_no_fleet_check_is_added(pytester):
     result.assert_outcomes(passed=2)
 
 
+@pytest.mark.slow
 def test_fleet_drift_under_xdist_with_several_hosts(pytester):
     a = replica(pytester.path, "replica-a")
     result = run(pytester, "-p", "xdist", "-n", "2", f"--sglang-host={a}", f"--sglang-host={CANDIDATE}")

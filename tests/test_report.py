@@ -98,6 +98,7 @@ def test_the_json_report_holds_the_whole_run_per_host_and_validates_against_its_
     assert any("differs from the fleet" in r for r in cand["reasons"])
 
 
+@pytest.mark.slow
 def test_the_report_is_the_same_under_xdist(pytester):
     args = (f"--sglang-host={BASELINE}", f"--sglang-host={CANDIDATE}", "--sglang-lint")
     run(pytester, *args).assert_outcomes(passed=5, failed=2)
@@ -220,6 +221,7 @@ def test_baseline_diffs_in_check_records_are_shown_as_a_table():
 # ---- files, paths, secrets --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_no_secret_in_any_file_the_run_wrote(pytester):
     suite = SUITE + "\ndef test_shows_the_spec(sglang):\n    assert sglang.spec.raw == 'something else'\n"
     keyed = f"{BASELINE}?api_key={KEY}"
@@ -245,6 +247,7 @@ def test_a_report_path_that_is_a_directory_is_one_usage_error(pytester):
     assert "Traceback" not in result.stderr.str()
 
 
+@pytest.mark.slow
 def test_report_paths_from_the_ini_file_are_written_once_by_the_controller(pytester):
     pytester.makeini("[pytest]\nsglang_report_json = reports/run.json\nsglang_report_md = reports/run.md\n")
     pytester.makepyfile("def test_tp(effective):\n    assert effective.tp_size == 4\n")

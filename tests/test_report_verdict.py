@@ -169,6 +169,7 @@ def _pytest_summary(result: pytest.RunResult) -> str:
     return ", ".join(part for part in found.split(", ") if not part.endswith(("deselected", "warning", "warnings")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "2"]], ids=["serial", "xdist"])
 def test_the_counts_are_pytests_own_every_outcome_under_xdist_too(pytester, workers):
     pytester.makepyfile(test_outcomes=EVERY_OUTCOME)
@@ -190,6 +191,7 @@ def test_the_counts_are_pytests_own_every_outcome_under_xdist_too(pytester, work
 # ---- what a failing test shows ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "2"]], ids=["serial", "xdist"])
 def test_a_failing_test_shows_requested_effective_and_the_cause(pytester, workers):
     pytester.makepyfile(CONFIG_FAILS)

@@ -80,6 +80,7 @@ def test_passes():
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "1"]], ids=["serial", "xdist"])
 def test_a_run_ends_with_one_line_naming_what_to_install(pytester: pytest.Pytester, workers: list[str]) -> None:
     if workers:

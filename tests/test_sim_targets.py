@@ -212,6 +212,7 @@ def test_the_simulators_generate_answer_has_the_real_servers_shape():
     assert len(answer["output_ids"]) == 16
 
 
+@pytest.mark.slow
 def test_under_xdist_each_worker_reads_its_own_target(pytester):
     pytest.importorskip("xdist")
     pytester.makepyfile(

@@ -30,11 +30,13 @@ def _mypy(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", *args], cwd=ROOT, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_the_package_type_checks():
     result = _mypy()  # [tool.mypy] in pyproject.toml
     assert result.returncode == 0, result.stdout
 
 
+@pytest.mark.slow
 def test_a_users_typed_script_checks_against_the_package(tmp_path):
     script = tmp_path / "user_script.py"
     script.write_text(USER_SCRIPT)
