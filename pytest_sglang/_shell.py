@@ -11,6 +11,7 @@ caller can take the one that runs SGLang. Nothing here expands or runs anything:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .secrets import REDACTED
@@ -34,7 +35,8 @@ class ShellSyntaxError(ValueError):
 
 
 def simple_commands(text: str) -> list[Command]:
-    """The simple commands in ``text``, in order (empty ones dropped)."""
+    """The simple commands in ``text``, in order (empty ones dropped). Linear in the text: runs
+    of ordinary characters are taken whole (a regular expression), quotes with one search."""
     text = _unwrap(text)
     commands = [Command()]
     word: list[str] = []
@@ -75,16 +77,23 @@ def simple_commands(text: str) -> list[Command]:
             continue
         if c == '"':
             i += 1
-            while i < n and text[i] != '"':
-                if text[i] == "\\" and i + 1 < n and text[i + 1] in '"\\$`\n':
+            while True:
+                run = _DOUBLE_QUOTED_PLAIN.match(text, i)
+                if run is not None:
+                    word.append(run.group())
+                    i = run.end()
+                if i >= n:
+                    raise ShellSyntaxError("an unbalanced double quote")
+                if text[i] == '"':
+                    break
+                # a backslash: it escapes only " \\ $ ` and a newline (which it removes)
+                if i + 1 < n and text[i + 1] in '"\\$`\n':
                     if text[i + 1] != "\n":
                         word.append(text[i + 1])
                     i += 2
-                    continue
-                word.append(text[i])
-                i += 1
-            if i >= n:
-                raise ShellSyntaxError("an unbalanced double quote")
+                else:
+                    word.append("\\")
+                    i += 1
             in_word = quoted = True
             i += 1
             continue
@@ -96,12 +105,12 @@ def simple_commands(text: str) -> list[Command]:
             end = text.find("\n", i)
             i = n if end < 0 else end
             continue
-        if text.startswith(REDACTED, i):  # the redactor's own mark stands for a value, not a redirection
+        if c == "<" and text.startswith(REDACTED, i):  # the redactor's own mark stands for a value, not a redirection
             word.append(REDACTED)
             in_word = True
             i += len(REDACTED)
             continue
-        redirect = next((op for op in _REDIRECT if text.startswith(op, i)), None)
+        redirect = _operator(text, i, _REDIRECT_BY_LENGTH) if c in "<>&" else None
         if redirect is not None:
             descriptor = "".join(word) if in_word and not quoted and "".join(word).isdigit() else ""
             if descriptor:
@@ -119,18 +128,108 @@ def simple_commands(text: str) -> list[Command]:
                     continue
             pending_redirect = descriptor + redirect
             continue
-        control = next((op for op in _CONTROL if text.startswith(op, i)), None)
+        control = _operator(text, i, _CONTROL_BY_LENGTH) if c in "&|;\n" else None
         if control is not None:
             finish_word()
             pending_redirect = None
             commands.append(Command())
             i += len(control)
             continue
-        word.append(c)
+        run = _SHELL_PLAIN.match(text, i)
+        if run is not None:  # ordinary characters, taken whole
+            word.append(run.group())
+            i = run.end()
+        else:  # a '#' inside a word
+            word.append(c)
+            i += 1
         in_word = True
-        i += 1
     finish_word()
     return [command for command in commands if command.words]
+
+
+def _operator(text: str, i: int, by_length: tuple[frozenset[str], ...]) -> str | None:
+    """The longest operator of ``by_length`` (sets of 3, 2 and 1 characters) at ``i``."""
+    for ops in by_length:
+        if ops:
+            candidate = text[i : i + len(next(iter(ops)))]
+            if candidate in ops:
+                return candidate
+    return None
+
+
+def split_words(text: str) -> list[str]:
+    """The words ``shlex.split(text)`` gives (POSIX mode, no comments), in time linear in the
+    text: ``shlex`` grows each word one character at a time (``self.token += c``), so one long
+    word costs time quadratic in its length (a 1 MB word took tens of seconds).
+
+    As ``shlex.split``: words are separated by spaces, tabs, carriage returns and newlines;
+    ``'...'`` is literal; inside ``"..."`` a backslash escapes only ``"`` and ``\\`` (and stays
+    before anything else); outside quotes it escapes any character (a newline too). Nothing
+    else is special: no comments, operators or expansions. An unclosed quote raises
+    ``ValueError("No closing quotation")``, a backslash at the end ``ValueError("No escaped
+    character")``, with shlex's own messages."""
+    words: list[str] = []
+    parts: list[str] = []
+    in_word = False
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in _SHLEX_WHITESPACE:
+            if in_word:
+                words.append("".join(parts))
+                parts, in_word = [], False
+            i += 1
+            continue
+        in_word = True
+        if c == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise ValueError("No closing quotation")
+            parts.append(text[i + 1 : end])
+            i = end + 1
+        elif c == '"':
+            i += 1
+            while True:
+                run = _DOUBLE_QUOTED_PLAIN.match(text, i)
+                if run is not None:
+                    parts.append(run.group())
+                    i = run.end()
+                if i >= n:
+                    raise ValueError("No closing quotation")
+                if text[i] == '"':
+                    i += 1
+                    break
+                if i + 1 >= n:  # a backslash, and nothing after it
+                    raise ValueError("No escaped character")
+                escaped = text[i + 1]
+                parts.append(escaped if escaped in '"\\' else "\\" + escaped)
+                i += 2
+        elif c == "\\":
+            if i + 1 >= n:
+                raise ValueError("No escaped character")
+            parts.append(text[i + 1])
+            i += 2
+        else:
+            run = _SHLEX_PLAIN.match(text, i)
+            assert run is not None  # c is none of the characters the pattern leaves out
+            parts.append(run.group())
+            i = run.end()
+    if in_word:
+        words.append("".join(parts))
+    return words
+
+
+# The operators by length, longest first (as _CONTROL and _REDIRECT list them).
+_CONTROL_BY_LENGTH = tuple(frozenset(op for op in _CONTROL if len(op) == n) for n in (3, 2, 1))
+_REDIRECT_BY_LENGTH = tuple(frozenset(op for op in _REDIRECT if len(op) == n) for n in (3, 2, 1))
+# shlex's whitespace, and the runs of characters nothing in shlex.split treats specially.
+_SHLEX_WHITESPACE = frozenset(" \t\r\n")
+_SHLEX_PLAIN = re.compile(r"[^ \t\r\n'\"\\]+")
+# Inside double quotes (shell and shlex alike): everything but the closing quote and a backslash.
+_DOUBLE_QUOTED_PLAIN = re.compile(r'[^"\\]+')
+# Outside quotes in shell text: what is never a quote, an escape, a blank, an operator's first
+# character or a comment's start ('#' inside a word is ordinary, taken one at a time).
+_SHELL_PLAIN = re.compile(r"[^\\'\" \t\r\n<>&|;#]+")
 
 
 def _unwrap(text: str) -> str:

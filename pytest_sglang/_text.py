@@ -18,12 +18,14 @@ def tidy(value: Any) -> Any:
 
 
 def short_repr(value: Any, limit: int = 100) -> str:
-    """``repr(value)`` with :func:`tidy` floats, cut with an ellipsis past ``limit`` characters."""
-    text = repr(tidy(value))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``repr(value)`` with :func:`tidy` floats, scrubbed, then cut with an ellipsis past ``limit`` characters."""
+    from .secrets import clip
+
+    return clip(repr(tidy(value)), limit, one_line=False)
 
 
 def one_line(text: Any, limit: int = 120) -> str:
-    """Free text (a response body, an error) on one line, whitespace collapsed, cut past ``limit``."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    """Free text (a response body, an error) on one line, whitespace collapsed, scrubbed, then cut past ``limit``."""
+    from .secrets import clip
+
+    return clip(str(text), limit)

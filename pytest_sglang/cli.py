@@ -18,7 +18,7 @@ from typing import Any, Callable, NoReturn, Sequence
 
 from . import __version__
 from .errors import SGLangError, SpecError, TargetError
-from .secrets import scrub
+from .secrets import clip, scrub
 
 # Each module has ``add_parser(subparsers) -> None`` and sets ``func`` on its parser; a new
 # capability adds its module here.
@@ -97,17 +97,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return func(args)
     except TargetError as exc:
-        print(f"pytest-sglang: {exc}", file=sys.stderr)
+        print(scrub(f"pytest-sglang: {exc}"), file=sys.stderr)  # again: a secret found after it was made
         return EXIT_TARGET
     except SGLangError as exc:
-        print(f"pytest-sglang: {exc}", file=sys.stderr)
+        print(scrub(f"pytest-sglang: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # the one boundary: never a traceback for a user's input
-        print(scrub(f"pytest-sglang: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"), file=sys.stderr)
+        print(scrub(f"pytest-sglang: {type(exc).__name__}: {clip(str(exc), 300)}"), file=sys.stderr)
         return EXIT_USAGE
 
 

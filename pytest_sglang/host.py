@@ -372,8 +372,9 @@ def _logs(body: str | None, source: LogSource | None, where: str) -> tuple[list[
 
 
 def _one_line(text: str) -> str:
-    text = " ".join(redact_log_line(clean_line(text)).split())
-    return text if len(text) <= 200 else text[:199] + "…"
+    from .secrets import clip
+
+    return clip(redact_log_line(clean_line(text)), 200)
 
 
 def _journal(rows: list[str], error: Callable[[str], TargetError]) -> list[str]:

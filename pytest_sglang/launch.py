@@ -16,9 +16,10 @@ import json
 import os
 import re
 import shlex
+from bisect import bisect_left
 from decimal import Decimal
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any, Callable, Mapping, Sequence
 
@@ -26,9 +27,10 @@ from packaging.version import Version
 
 from ._argv import ENV_ASSIGNMENT, option_like
 from ._listforms import ListForm, read_list_form
-from ._shell import ShellSyntaxError, simple_commands
+from ._shell import ShellSyntaxError, simple_commands, split_words
 from .errors import SpecError
-from .redact import REDACTED, is_secret_env, is_secret_flag, is_secret_key, redact_command, scrub, secret_values
+from .redact import MAX_COMMAND, REDACTED, command_secrets, is_refused_command, is_secret_env, is_secret_flag, is_secret_key, redact_command_all, scrub, secret_values
+from .secrets import forms
 from .versions import nearest_release, parse_version
 
 # SGLang's own flag tables, one per release, each the argparse parser of that release
@@ -60,13 +62,20 @@ class FlagTable:
         """(the full flag argparse takes ``flag`` for, problem)."""
         if flag in self.by_flag:
             return flag, None
-        matches = sorted(f for f in self.by_flag if f.startswith(flag))
+        # The flags ``flag`` is a prefix of sit together in sorted order: at most five are looked at.
+        ordered = self._ordered_flags
+        start = bisect_left(ordered, flag)
+        matches = [f for f in ordered[start : start + 5] if f.startswith(flag)]
         if len(matches) == 1:
             return matches[0], None
         if len(matches) > 1:
             shown = ", ".join(matches[:4]) + (", ..." if len(matches) > 4 else "")
             return None, f"{flag} is ambiguous in SGLang {self.sglang_version} (could be {shown}): SGLang refuses to start"
         return None, None
+
+    @cached_property
+    def _ordered_flags(self) -> tuple[str, ...]:
+        return tuple(sorted(self.by_flag))
 
     def action(self, full_flag: str) -> dict[str, Any]:
         """The argparse action a full spelling belongs to: the field's own, or one of its
@@ -218,6 +227,7 @@ class _Split:
     problems: list[str]
     form: str
     read_error: str | None = None
+    refused: bool = False  # too long to read: nothing of the text is parsed or shown
 
 
 def split_command(text: str) -> tuple[list[str], dict[str, str], list[str]]:
@@ -233,11 +243,35 @@ def split_command(text: str) -> tuple[list[str], dict[str, str], list[str]]:
     return split.words, split.env, split.problems
 
 
+# More words than any launch command has (a real one has some tens, a few hundred at most).
+MAX_WORDS = 10_000
+# Different values of secret flags (a real command has one api key, maybe an admin key and a token).
+MAX_SECRET_VALUES = 64
+
+
+def _refused(note: str, form: str) -> _Split:
+    return _Split(words=[], env={}, problems=[note], form=form, read_error=note, refused=True)
+
+
+def oversized(length: int) -> str:
+    """Why a launch command of ``length`` characters is not read."""
+    return f"it is {length} characters long, over the {MAX_COMMAND} a launch command is read up to (a real one is a few KB): it is not read"
+
+
 def _split(text: str) -> _Split:
+    if len(text) > MAX_COMMAND:  # refused before any reading: nothing of it is parsed or shown
+        listed = read_list_form(text[: MAX_COMMAND + 1])  # bounded work, only to name a list form in the note
+        if listed is not None and listed.error is not None:
+            return _refused(listed.error, listed.form)
+        return _refused(oversized(len(text)), "shell")
+    if is_refused_command(text):  # what the redactor left of a command over the limit
+        return _refused(f"it was over the {MAX_COMMAND}-character limit and not kept", "shell")
     listed = read_list_form(text)
     if listed is not None:
         return _from_list_form(listed)
-    systemd = bool(re.search(r"^\s*ExecStart\s*=", text, re.M))
+    # '[^\S\n]*', not '\s*', before ExecStart: from every one of a run of newlines '\s*' would scan
+    # the whole run again (a text of 40,000 newlines took 6 s); the lines matched are the same.
+    systemd = bool(re.search(r"^[^\S\n]*ExecStart\s*=", text, re.M))
     return _split_shell(text, form="systemd unit" if systemd else "shell")
 
 
@@ -285,6 +319,8 @@ def _split_shell(text: str, *, form: str) -> _Split:
     except ShellSyntaxError as exc:
         problems.append(f"the command line has {exc} (unbalanced quotes?); read it word by word")
         commands = [text.replace("```", " ").split()]
+    if sum(len(words) for words in commands) > MAX_WORDS:
+        return _refused(f"it has more than {MAX_WORDS} words (a real launch command has some tens): it is not read", form)
     chosen = next((i for i, words in enumerate(commands) if _entrypoint(words)[0] is not None), 0)
     for words in commands[:chosen]:
         if words and words[0] == "export":
@@ -308,13 +344,18 @@ def _from_systemd_unit(text: str, problems: list[str]) -> tuple[str, dict[str, s
     env: dict[str, str] = {}
     joined = re.sub(r"\\\r?\n", " ", text)
     exec_start = ""
-    for line in joined.splitlines():
+    for line in joined.split("\n"):  # systemd's lines: a '\r' or '\u2028' inside a quoted word is no line break
         key, _, value = line.strip().partition("=")
         key = key.strip()
         if key == "ExecStart":
             exec_start = value.strip().lstrip("@-:+!")
         elif key == "Environment":
-            for item in shlex.split(value):
+            try:
+                items = split_words(value)
+            except ValueError:  # an unbalanced quote: systemd refuses the line; read it word by word
+                problems.append("an Environment= line has unbalanced quotes; read it word by word")
+                items = value.split()
+            for item in items:
                 name, eq, val = item.partition("=")
                 if eq:
                     env[name] = val
@@ -363,19 +404,27 @@ def parse_launch_command(
         # in a shape no shell redaction knows: '"--api-key", "sk-..."', 'value: hf_...').
         text = shlex.join(split.words) if split.form in ("Python list", "YAML list") else command
     else:
-        split = _Split(words=[str(word) for word in command], env={}, problems=[], form="argv")
+        words = [str(word) for word in command]
+        size = sum(len(word) + 1 for word in words)
+        if size > MAX_COMMAND or len(words) > MAX_WORDS:
+            note = oversized(size) if size > MAX_COMMAND else f"it has {len(words)} words, more than the {MAX_WORDS} a launch command is read up to: it is not read"
+            split = _refused(note, "argv")
+        else:
+            split = _Split(words=words, env={}, problems=[], form="argv")
         text = shlex.join(split.words)
+    if split.refused:  # nothing of a command that is not read is shown: only what stands in its place
+        text = f"<launch command not read: {split.read_error}>"
     words, env, problems = split.words, split.env, split.problems
     entrypoint, argv, more = _entrypoint(words)
-    problems += more
+    problems += [] if split.refused else more
     if table_note:
         problems.insert(0, table_note)
     table = flag_table(table_version)
     result = LaunchCommand(
-        text=redact_command(" ".join(text.split())),
+        text=text if split.refused else redact_command_all(" ".join(text.split())),
         entrypoint=entrypoint,
         env={k: (REDACTED if is_secret_env(k) else v) for k, v in env.items()},
-        argv=redact_command(shlex.join(argv)).split(" ") if argv else [],
+        argv=redact_command_all(shlex.join(argv)).split(" ") if argv else [],
         requested={},
         problems=problems,
         flag_table_version=table.sglang_version,
@@ -384,6 +433,16 @@ def parse_launch_command(
     )
     if entrypoint == "sglang serve":
         argv = _serve_rewrites(argv, table, result)
+    # Whatever follows a secret flag is hidden in every message and value, below: a command
+    # with more secret values than any real one has is refused instead (each would be searched
+    # for in every message: time quadratic in the command's length).
+    hidden = secret_values(argv, not_secret=lambda flag: _known_not_secret(table, flag))
+    # ... and in a word that is itself a command ('sh -c "... --api-key X"', a value with spaces)
+    hidden += [value for word in argv if len(word.split()) > 1 for value in command_secrets(word)]
+    if len(set(hidden)) > MAX_SECRET_VALUES:
+        note = f"it gives {len(set(hidden))} different values to secret flags (--api-key, --hf-token, ...), more than the {MAX_SECRET_VALUES} a launch command is read with: it is not read"
+        result.problems, result.read_error = [note], note
+        return result
     config_path = _config_file(argv, result)
     if config_path is not None:
         result.config_file = config_path
@@ -402,11 +461,12 @@ def parse_launch_command(
             result.requested[name] = REDACTED
     # A secret may also land where no secret belongs (a stray word after a misplaced flag):
     # whatever followed a secret flag is scrubbed from every message and value.
-    hidden = secret_values(argv, not_secret=lambda flag: _known_not_secret(table, flag))
     if hidden:
-        result.problems = [scrub(problem, hidden) for problem in result.problems]
-        result.unknown = {flag: _scrubbed(value, hidden) for flag, value in result.unknown.items()}
-        result.requested = {name: _scrubbed(value, hidden) for name, value in result.requested.items()}
+        hide = _Hider(hidden)
+        result.text, result.argv = hide(result.text), [hide(word) for word in result.argv]  # '--other-flag X' as well
+        result.problems = [hide(problem) for problem in result.problems]
+        result.unknown = {flag: _scrubbed(value, hide) for flag, value in result.unknown.items()}
+        result.requested = {name: _scrubbed(value, hide) for name, value in result.requested.items()}
     return result
 
 
@@ -416,13 +476,31 @@ def _known_not_secret(table: FlagTable, flag: str) -> bool:
     return full is not None and not is_secret_key(table.by_flag[full])
 
 
-def _scrubbed(value: Any, hidden: list[str]) -> Any:
+class _Hider:
+    """``scrub(text, hidden)`` for many texts: the spellings of the hidden values are worked out
+    once, not once per text (a command of thousands of secret flags and stray words took a
+    time quadratic in its length)."""
+
+    def __init__(self, hidden: list[str]) -> None:
+        self.values = frozenset(hidden)
+        spellings = (sorted(forms(value), key=len, reverse=True) for value in dict.fromkeys(hidden))
+        self.forms = list(dict.fromkeys(form for group in spellings for form in group))
+
+    def __call__(self, text: str) -> str:
+        text = scrub(text)  # the registered secrets
+        for form in self.forms:
+            if form in text:
+                text = text.replace(form, REDACTED)
+        return text
+
+
+def _scrubbed(value: Any, hide: _Hider) -> Any:
     if isinstance(value, str):
-        return REDACTED if value in hidden else scrub(value, hidden)
+        return REDACTED if value in hide.values else hide(value)
     if isinstance(value, list):
-        return [_scrubbed(v, hidden) for v in value]
+        return [_scrubbed(v, hide) for v in value]
     if isinstance(value, dict):
-        return {k: _scrubbed(v, hidden) for k, v in value.items()}
+        return {k: _scrubbed(v, hide) for k, v in value.items()}
     return value
 
 
@@ -563,6 +641,7 @@ def _config_keys(table: FlagTable) -> tuple[set[str], dict[str, str]]:
 # follow it: 'A' a value, 'O' a flag, '-' the first '--'. For flags argparse takes the '-'
 # out of its patterns (``_get_nargs_pattern``), so a flag never consumes '--' or what follows.
 _NARGS_PATTERN = {None: "A", "?": "A?", "*": "A*", "+": "AA*"}
+_NARGS_RE = {nargs: re.compile(pattern) for nargs, pattern in _NARGS_PATTERN.items()}
 
 
 def _kinds(argv: list[str]) -> str:
@@ -583,6 +662,7 @@ def _kinds(argv: list[str]) -> str:
 
 def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_config: bool) -> None:
     kinds = _kinds(argv)
+    first_dash = kinds.find("-")
     i = 0
     while i < len(argv):
         word = argv[i]
@@ -594,7 +674,7 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
             result.problems.append("stray '--' (no flag took it): SGLang refuses to start (unrecognized arguments: --)")
             continue
         if kind_of_word == "A":
-            after = " after '--'" if "-" in kinds[:i] else ""
+            after = " after '--'" if 0 <= first_dash < i else ""
             result.problems.append(f"stray word {word!r}{after} (not a flag's value): SGLang refuses to start (unrecognized arguments)")
             continue
         flag, eq, inline = word.partition("=")
@@ -652,8 +732,8 @@ def _values(argv: list[str], kinds: str, i: int, inline: str | None, *, nargs: A
     option-like word is never a value, ``-.5`` and ``'-x y'`` are, '--' never is)."""
     if inline is not None:
         return [inline], i
-    pattern = _NARGS_PATTERN.get(nargs, _NARGS_PATTERN[None])
-    match = re.match(pattern, kinds[i:])
+    pattern = _NARGS_RE.get(nargs, _NARGS_RE[None])
+    match = pattern.match(kinds, i)  # at i, without copying the rest (a copy per flag is quadratic)
     taken = len(match.group(0)) if match else 0
     if nargs is None and not taken:
         return [], i

@@ -12,11 +12,13 @@ from pydantic import TypeAdapter, ValidationError
 
 from . import _reads, knowledge
 from ._text import short_repr
+from .errors import SpecError, TargetError
 from .facts import SERVER_INFO_EXTRA_KEYS, Facts
 from .gpu import sm_from_capability, sm_from_name
 from .launch import LaunchCommand, parse_launch_command
 from .logs import SGLangLogs
 from .models import Effective, ModelInfo, Provenance, ServerArgs
+from .redact import MAX_COMMAND, is_refused_command
 
 SI = "/server_info"
 
@@ -37,6 +39,8 @@ class Snapshot:
     internal_states: list[dict[str, Any]] = field(default_factory=list)
     loads: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    # Why a launch command the target gave was not read (too long), when it was not.
+    launch_command_refused: str | None = None
 
 
 class _Pick:
@@ -106,12 +110,20 @@ def normalise(facts: Facts) -> Snapshot:
 
 def _normalise(facts: Facts) -> Snapshot:
     warnings: list[str] = []
-    info = facts.body("server_info") or {}
     where_si = facts.where("server_info")
+    info = facts.body("server_info")
+    if info is None:
+        info = {}
+    elif not isinstance(info, dict):  # a capture edited by hand, a proxy's answer: no configuration in it
+        raise TargetError(
+            f"{facts.target}: {where_si} is a JSON {type(info).__name__}, not an object: no configuration can be read from it "
+            "(not an SGLang answer, or a capture edited by hand: capture the host again)"
+        )
     reported_states = info.get("internal_states")
     states = [s for s in reported_states if isinstance(s, dict)] if isinstance(reported_states, list) else []
     state0: dict[str, Any] = states[0] if states else {}
     loads = facts.body("loads") if isinstance(facts.body("loads"), dict) else None
+    model_body = facts.body("model_info")
     rows = loads.get("loads") if loads else None
     load0: dict[str, Any] = rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else {}
     host = facts.host
@@ -127,7 +139,7 @@ def _normalise(facts: Facts) -> Snapshot:
         if not startup.complete:
             warnings.append(f"start-up line is {startup.describe()}")
     server_args = ServerArgs.from_mapping(arg_fields).bind("server_args", args_source, facts.target)
-    model_info = ModelInfo.from_mapping(facts.body("model_info") or {}).bind(
+    model_info = ModelInfo.from_mapping(model_body if isinstance(model_body, dict) else {}).bind(
         "model_info", facts.where("model_info"), facts.target
     )
     capacity_line = logs.capacity
@@ -144,6 +156,13 @@ def _normalise(facts: Facts) -> Snapshot:
 
     version = info.get("version") or (loads or {}).get("version")
     launch_command, launch_source = _launch(info, where_si, host)
+    refused = None
+    if launch_command is not None and (len(launch_command) > MAX_COMMAND or is_refused_command(launch_command)):
+        # Neither read nor kept (the redactor already left only a note in place of a long /server_info one).
+        length = launch_command.split()[3] if is_refused_command(launch_command) else str(len(launch_command))
+        refused = f"the launch command ({launch_source}) has {length} characters, over the {MAX_COMMAND} a launch command is read up to: it is not read"
+        warnings.append(refused)
+        launch_command = None
     # A version the server reports is read with the nearest flag table (and says so), never refused.
     requested = parse_launch_command(launch_command, sglang_version=str(version) if version else None, strict_version=False) if launch_command else None
 
@@ -199,7 +218,7 @@ def _normalise(facts: Facts) -> Snapshot:
     )
     models = facts.body("models")
     model_len = None
-    if isinstance(models, dict) and models.get("data"):
+    if isinstance(models, dict) and isinstance(models.get("data"), list) and models["data"]:
         first = models["data"][0]
         model_len = first.get("max_model_len") if isinstance(first, dict) else None
     pick.set(
@@ -246,7 +265,7 @@ def _normalise(facts: Facts) -> Snapshot:
         pick.set("is_hybrid", (hybrid, "known hybrid (mamba-state) architectures and the mamba cache"))
 
     # --- hardware -----------------------------------------------------------------------
-    _gpus(pick, facts, loads, arg)
+    _gpus(pick, facts, loads, arg, warnings)
 
     # --- allreduce fusion: requested field differs by era; in effect only on SM90/SM10x --
     _allreduce_fusion(pick, arg, info, state0)
@@ -267,6 +286,7 @@ def _normalise(facts: Facts) -> Snapshot:
         internal_states=states,
         loads=loads,
         warnings=warnings,
+        launch_command_refused=refused,
     )
 
 
@@ -350,7 +370,7 @@ def _allreduce_fusion(pick: _Pick, arg: Any, info: dict[str, Any], state0: dict[
     pick.set("flashinfer_allreduce_fusion", (runs, why))
 
 
-def _gpus(pick: _Pick, facts: Facts, loads: dict[str, Any] | None, arg: Any) -> None:
+def _gpus(pick: _Pick, facts: Facts, loads: dict[str, Any] | None, arg: Any, warnings: list[str]) -> None:
     host = facts.host
     override = facts.overrides.get("sm")
     if host and host.gpus:
@@ -363,8 +383,8 @@ def _gpus(pick: _Pick, facts: Facts, loads: dict[str, Any] | None, arg: Any) -> 
         elif host.cuda_visible_devices:
             visible = [d for d in host.cuda_visible_devices.split(",") if d.strip()]
             pick.set("gpu_count", (len(visible), f"CUDA_VISIBLE_DEVICES={host.cuda_visible_devices} of the SGLang process"))
-        if first.compute_capability:
-            pick.set("sm", (sm_from_capability(first.compute_capability), f"{src} compute_cap {first.compute_capability}"))
+        if first.compute_capability and _sm_or_none(first.compute_capability) is not None:
+            pick.set("sm", (_sm_or_none(first.compute_capability), f"{src} compute_cap {first.compute_capability}"))
         else:
             pick.set("sm", (sm_from_name(first.name), f"GPU name {first.name!r} ({src}) in the name table"))
     elif loads and loads.get("accelerator"):
@@ -372,8 +392,12 @@ def _gpus(pick: _Pick, facts: Facts, loads: dict[str, Any] | None, arg: Any) -> 
         pick.set("gpu_name", (name, "/v1/loads accelerator"))
         pick.set("sm", (sm_from_name(name), f"/v1/loads accelerator {name!r} in the name table"))
     if override is not None:
-        pick.values.pop("sm", None)
-        pick.set("sm", (int(override), "--sglang-sm"))
+        given = _sm_or_none(override)
+        if given is not None:
+            pick.values.pop("sm", None)
+            pick.set("sm", (given, "--sglang-sm"))
+        else:  # a capture edited by hand ("sm": "abc"): what the GPU says is kept
+            warnings.append(f"the --sglang-sm override {short_repr(override, 40)} is not a compute capability (write 120, 'sm120' or '12.0'): ignored")
     if "gpu_count" not in pick.values:
         tp, pp, dp = (arg(n)[0] for n in ("tp_size", "pp_size", "dp_size"))
         if not isinstance(tp, int) and host and host.gpus:
@@ -384,3 +408,14 @@ def _gpus(pick: _Pick, facts: Facts, loads: dict[str, Any] | None, arg: Any) -> 
             device = arg("device")[0]
             if device in (None, "cuda"):
                 pick.set("gpu_count", (tp * pp * dp, "tp_size × pp_size × dp_size from /server_info"))
+
+
+def _sm_or_none(value: Any) -> int | None:
+    """A compute capability as an SM number (``'9.0'``, ``90``, ``'sm_120'``), or None for
+    anything else (``'abc'``, ``True``, a number of 400 digits)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    try:
+        return sm_from_capability(value)
+    except (SpecError, ValueError):
+        return None

@@ -109,6 +109,13 @@ class SGLangPlugin:
             specs = parse_specs(raw_hosts)
         except SpecError as exc:
             raise pytest.UsageError(scrub(str(exc))) from None
+        if any(spec.is_simulated for spec in specs):
+            from .sim.launcher import unknown_profile
+
+            for spec in specs:
+                problem = unknown_profile(spec.host) if spec.is_simulated else None
+                if problem:  # one usage error now, not the same setup error in every test
+                    raise pytest.UsageError(problem)
         self.specs = specs
         from .secrets import register
 

@@ -13,7 +13,8 @@ import shlex
 from typing import Any, Iterable
 
 from ._argv import ENV_ASSIGNMENT, option_like
-from .secrets import REDACTED, note_found
+from ._shell import split_words
+from .secrets import MIN_LENGTH, REDACTED, forms, note_found
 from .secrets import scrub as _scrub
 
 
@@ -100,6 +101,24 @@ def nesting_depth(data: Any, limit: int = MAX_DEPTH) -> int:
     return deepest
 
 
+# A launch command is some hundreds of characters, a few KB with long JSON values; one longer
+# than this is no command anyone typed. It is not read, and not kept either: the value is
+# replaced whole by a note, so nothing of it (and no secret in it) travels further.
+MAX_COMMAND = 256 * 1024  # characters
+_REFUSED = re.compile(r"<launch command of \d+ characters not kept: over the \d+-character limit>")
+LAUNCH_KEYS = ("launch_command", "_launch_command")
+
+
+def refused_command(length: int) -> str:
+    """What stands for a launch command of ``length`` characters, over :data:`MAX_COMMAND`."""
+    return f"<launch command of {length} characters not kept: over the {MAX_COMMAND}-character limit>"
+
+
+def is_refused_command(value: Any) -> bool:
+    """Whether ``value`` is the note :func:`refused_command` leaves in a command's place."""
+    return isinstance(value, str) and _REFUSED.fullmatch(value) is not None
+
+
 def _secret_strings(data: Any) -> list[str]:
     """The string values held under secret keys anywhere in ``data``."""
     found: list[str] = []
@@ -129,7 +148,24 @@ def redact_mapping(data: Any) -> Any:
         raise TooDeep(f"JSON nested deeper than {MAX_DEPTH} levels")
     known = _secret_strings(data)
     note_found(*known)
-    return _redacted(data, known)
+    return _redacted(data, _spellings(known))
+
+
+def _spellings(values: Iterable[str]) -> list[str]:
+    """Every spelling of each value (:func:`~pytest_sglang.secrets.forms`), each value's longest
+    first: what :func:`_replaced` searches for."""
+    kept = dict.fromkeys(v for v in values if isinstance(v, str) and len(v.strip()) >= MIN_LENGTH and REDACTED not in v)
+    return list(dict.fromkeys(form for value in kept for form in sorted(forms(value), key=len, reverse=True)))
+
+
+def _replaced(text: str, spellings: list[str]) -> str:
+    """``text`` without the registered secrets and these spellings. Plain searches, no pattern:
+    a value a host sends may be megabytes long, and compiling a pattern of it costs far more."""
+    text = scrub(text)
+    for form in spellings:
+        if form in text:
+            text = text.replace(form, REDACTED)
+    return text
 
 
 def _redacted(data: Any, known: list[str]) -> Any:
@@ -138,39 +174,73 @@ def _redacted(data: Any, known: list[str]) -> Any:
         for key, value in data.items():
             if isinstance(key, str) and is_secret_key(key):
                 out[key] = redact_value(key, value)
-            elif key in ("launch_command", "_launch_command") and isinstance(value, str):
-                out[key] = redact_command(scrub(value, known))
-            elif key in ("launch_command", "_launch_command") and isinstance(value, list) and all(isinstance(w, str) for w in value):
-                out[key] = shlex.split(redact_command(shlex.join(scrub(w, known) for w in value)))  # an argv list
+            elif key in LAUNCH_KEYS and isinstance(value, str):
+                out[key] = refused_command(len(value)) if len(value) > MAX_COMMAND else redact_command_all(_replaced(value, known))
+            elif key in LAUNCH_KEYS and isinstance(value, list) and all(isinstance(w, str) for w in value):
+                size = sum(len(w) + 1 for w in value)  # an argv list: its words, as a line
+                if size > MAX_COMMAND:
+                    out[key] = refused_command(size)
+                else:
+                    out[key] = split_words(redact_command_all(shlex.join(_replaced(w, known) for w in value)))
             else:
                 out[key] = _redacted(value, known)
         return out
     if isinstance(data, list):
         return [_redacted(v, known) for v in data]
     if isinstance(data, str) and known:
-        return scrub(data, known)
+        return _replaced(data, known)
     return data
 
 
 def redact_command(command: str, _depth: int = 0) -> str:
-    """Redact secret flag values in a command line: ``--api-key X``, ``--api-key=X``, ``HF_TOKEN=X``,
-    also inside a word that is itself a command (``bash -c "... --api-key X"``). Each value
-    removed is noted as a found secret, so it is scrubbed wherever else it shows up."""
+    """Redact secret flag values in a command line: ``--api-key X``, ``--api-key=X``, ``HF_TOKEN=X``
+    (and systemd's ``Environment=HF_TOKEN=X``), also inside a word that is itself a command
+    (``bash -c "... --api-key X"``). Each value removed is noted as a found secret, so it is
+    scrubbed wherever else it shows up. The words are read as ``shlex.split`` reads them
+    (:func:`~pytest_sglang._shell.split_words`), in linear time."""
+    return _redact_command(command, _depth, None)
+
+
+def redact_command_all(command: str) -> str:
+    """:func:`redact_command`, and each value it removed scrubbed from the rest of the command
+    too (``--api-key X --served-model-name X``): for text that is shown or kept."""
+    found: list[str] = []
+    text = _redact_command(command, 0, found)
+    return _replaced(text, _spellings(found)) if found else text
+
+
+def command_secrets(command: str) -> list[str]:
+    """The values :func:`redact_command` removes from ``command``, embedded commands' too."""
+    found: list[str] = []
+    _redact_command(command, 0, found)
+    return found
+
+
+def _redact_command(command: str, depth: int, found: list[str] | None) -> str:
+    def removed(value: str) -> None:
+        note_found(value)
+        if found is not None and value:
+            found.append(value)
+
     try:
-        words = shlex.split(command, posix=True)
+        words = split_words(command)
     except ValueError:
         words = command.split()
     secret = _secret_positions(words)
     out: list[str] = []
     for i, word in enumerate(words):
+        name, _, value = word.partition("=")
         if i in secret:
-            note_found(word.partition("=")[2] if secret[i] else word)
-            out.append(f"{word.partition('=')[0]}={REDACTED}" if secret[i] else REDACTED)
-        elif ENV_ASSIGNMENT.match(word) and is_secret_env(word.partition("=")[0]):
-            note_found(word.partition("=")[2])
-            out.append(f"{word.partition('=')[0]}={REDACTED}")
-        elif _depth < 3 and len(word.split()) > 1 and ("-" in word or "=" in word):
-            out.append(_Embedded(redact_command(word, _depth + 1)))  # sh -c "...", a wrapper's argument
+            removed(value if secret[i] else word)
+            out.append(f"{name}={REDACTED}" if secret[i] else REDACTED)
+        elif ENV_ASSIGNMENT.match(word) and is_secret_env(name):
+            removed(value)
+            out.append(f"{name}={REDACTED}")
+        elif ENV_ASSIGNMENT.match(word) and ENV_ASSIGNMENT.match(value) and is_secret_env(value.partition("=")[0]):
+            removed(value.partition("=")[2])  # systemd's Environment=HF_TOKEN=X
+            out.append(f"{name}={value.partition('=')[0]}={REDACTED}")
+        elif depth < 3 and len(word.split()) > 1 and ("-" in word or "=" in word):
+            out.append(_Embedded(_redact_command(word, depth + 1, found)))  # sh -c "...", a wrapper's argument
         else:
             out.append(word)
     return " ".join(w if isinstance(w, _Embedded) or w == REDACTED or w.endswith("=" + REDACTED) else shlex.quote(w) for w in out)
@@ -194,8 +264,12 @@ def _secret_positions(words: list[str]) -> dict[int, bool]:
             continue
         if eq:
             found[i] = True
-        elif i + 1 < len(words) and not option_like(words[i + 1]):
-            found[i + 1] = False
+        elif i + 1 < len(words):
+            j = i + 1
+            while j + 1 < len(words) and "\n" in words[j] and not words[j].strip():  # a '\\<newline>' continuation: a word to shlex
+                j += 1
+            if not option_like(words[j]):
+                found[j] = False
     return found
 
 

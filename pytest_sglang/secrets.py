@@ -7,24 +7,55 @@ Two layers keep a key out of what pytest-sglang prints or writes:
   value that *is* the key show nothing;
 - every string that leaves the plugin (errors, report sections, failure text, headers, files)
   goes through :func:`scrub`, which removes every registered secret in every form it can take
-  on the way out: raw, ``repr``-escaped, JSON-escaped, URL-encoded, and inside an
+  on the way out (:func:`forms`): raw, stripped, white space collapsed, ``repr``-escaped,
+  JSON-escaped, URL-encoded (``quote``, ``quote_plus``), HTML-escaped (``&amp;``, ``&quot;``,
+  ``&#x27;``, ``&#39;``, ``&#34;``, ``&apos;``, all-numeric) and shell-quoted, and inside an
   ``Authorization`` header. Secrets are registered where they enter: the user's api keys when
   options are read, and the values the redactor removes from server answers and launch commands.
+
+No fragment of a key either. Outside text (an error body, a status line) is shortened with
+:func:`clip` only, never by slicing: it scrubs the whole text *first*, then cuts (at a word
+boundary, with an ellipsis), then scrubs again. And :func:`scrub` treats a cut as a boundary
+where a key may have been broken (the *cut rule*):
+
+- a text that ends (white space aside) with a **prefix** of a form of a key, or has one just
+  before an ellipsis (``…`` or ``...``), has that prefix replaced by ``<redacted>``;
+- a text that starts (white space aside) with a **suffix** of a form of a key, or has one just
+  after an ellipsis, has that suffix replaced;
+
+when the piece is at least :func:`fragment_length` characters: 6, or for a short form more
+than half of it (at least 4). A piece shorter than that says too little to identify a key, and
+the rule only looks at a text's ends and at ellipses, so ordinary words elsewhere are never
+eaten (a text that ends with a six-letter word a key happens to start with does lose it).
+Since every cut pytest-sglang makes is marked by an ellipsis, a later scrub that knows more
+secrets (the auth headers of a benchmark request, say) still finds a key broken at the cut.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
+import shlex
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
 from typing import Any, Iterable, Iterator
 from urllib.parse import quote, quote_plus
 
 REDACTED = "<redacted>"
+ELLIPSIS = "…"
 # Shorter values are not scrubbed from free text: a two-character "key" would eat ordinary words.
 MIN_LENGTH = 4
+# The longest piece of a key a cut may leave: a piece of FRAGMENT characters or more at a cut
+# boundary is scrubbed (see fragment_length for short keys).
+FRAGMENT = 6
+# What marks a cut in a text: the ellipses pytest-sglang (and most tools) put where they cut.
+_CUT_MARKS = re.compile(r"(?=…|\.\.\.)")
+# Where a long unbroken token (a host spec, a test id, a path) may be cut when it has no space.
+_SOFT_BREAKS = "/:,;=&?[](){}_.-"
+_HTML_SPECIAL = "&<>\"'"
 
 
 class Secret(str):
@@ -36,10 +67,25 @@ class Secret(str):
         return f"'{REDACTED}'"
 
 
+def _html_forms(value: str) -> set[str]:
+    """The HTML/XML spellings of ``value``: ``html.escape`` with and without quotes, the other
+    entity spellings of the quotes (``&#39;`` ``&#34;`` ``&#x22;`` ``&apos;``), all-numeric."""
+    if not any(c in value for c in _HTML_SPECIAL):
+        return set()
+    out = {html.escape(value, quote=False), html.escape(value, quote=True)}
+    base = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for dq, sq in (("&quot;", "&#39;"), ("&#34;", "&#39;"), ("&#x22;", "&#x27;"), ("&quot;", "&apos;"), ("&#34;", "&#x27;")):
+        out.add(base.replace('"', dq).replace("'", sq))
+    out.add("".join(f"&#{ord(c)};" if c in _HTML_SPECIAL else c for c in value))
+    out.add("".join(f"&#x{ord(c):x};" if c in _HTML_SPECIAL else c for c in value))
+    return out
+
+
 def forms(value: str) -> set[str]:
-    """The spellings a secret takes in text: raw, stripped, escaped, encoded."""
+    """The spellings a secret takes in text: raw, stripped, white space collapsed, escaped
+    (``repr``, JSON, HTML, shell), encoded (URL)."""
     out = set()
-    for v in {value, value.strip()}:
+    for v in {value, value.strip(), " ".join(value.split())}:
         if len(v) < MIN_LENGTH:
             continue
         out.add(v)
@@ -47,9 +93,123 @@ def forms(value: str) -> set[str]:
         out.add(json.dumps(v)[1:-1])  # JSON-escaped
         out.add(json.dumps(v, ensure_ascii=False)[1:-1])
         out.add(quote(v, safe=""))
+        out.add(quote(v))  # a path keeps its slashes
         out.add(quote_plus(v))
         out.add(v.encode("unicode_escape").decode("ascii", "replace"))
+        out |= _html_forms(v)
+        quoted = shlex.quote(v)
+        out.add(quoted)
+        if quoted != v:
+            out.add(quoted[1:-1])  # inside its quotes ('"'"' for each quote it holds)
     return {f for f in out if len(f) >= MIN_LENGTH}
+
+
+def fragment_length(form: str) -> int:
+    """The shortest piece of ``form`` the cut rule scrubs: :data:`FRAGMENT` (6) characters, or
+    for a short form more than half of it, and never under :data:`MIN_LENGTH`."""
+    return min(FRAGMENT, max(MIN_LENGTH, len(form) // 2 + 1))
+
+
+class _Cuts:
+    """The pieces of some forms that the cut rule scrubs, for one fragment length ``size``.
+    Memory and time stay linear in the forms' length (a key of 10 KB costs no 10 MB table)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.windows: set[str] = set()  # every ``size``-long piece of a form: a quick first test
+        self.heads: dict[str, list[str]] = {}  # a form's first ``size`` characters -> the forms
+        self.tails: dict[str, list[str]] = {}  # a form's last ``size`` characters -> the forms
+        self.longest = 0  # the longest piece: a form less one character (a whole one is a form)
+
+    def add(self, form: str) -> None:
+        n = self.size
+        self.windows.update(form[i : i + n] for i in range(len(form) - n + 1))
+        self.heads.setdefault(form[:n], []).append(form)
+        self.tails.setdefault(form[-n:], []).append(form)
+        self.longest = max(self.longest, len(form) - 1)
+
+    def prefix_ending_at(self, text: str, end: int) -> int:
+        """The length of the longest proper prefix of a form that ends at ``end`` (0: none)."""
+        n = self.size
+        if end < n or text[end - n : end] not in self.windows:
+            return 0
+        for start in range(max(0, end - self.longest), end - n + 1):  # the longest piece first
+            candidates = self.heads.get(text[start : start + n])
+            if candidates:
+                piece = text[start:end]
+                if any(len(f) > len(piece) and f.startswith(piece) for f in candidates):
+                    return end - start
+        return 0
+
+    def suffix_starting_at(self, text: str, start: int) -> int:
+        """The length of the longest proper suffix of a form that starts at ``start`` (0: none)."""
+        n = self.size
+        if len(text) - start < n or text[start : start + n] not in self.windows:
+            return 0
+        for end in range(min(len(text), start + self.longest), start + n - 1, -1):  # the longest first
+            candidates = self.tails.get(text[end - n : end])
+            if candidates:
+                piece = text[start:end]
+                if any(len(f) > len(piece) and f.endswith(piece) for f in candidates):
+                    return end - start
+        return 0
+
+
+class _Matcher:
+    """A scrubber for a set of secrets: every form anywhere, and pieces of forms at cuts."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        every = set().union(*(forms(v) for v in values))
+        # Longest first, so a form that contains another is replaced whole.
+        self.pattern = re.compile("|".join(re.escape(f) for f in sorted(every, key=len, reverse=True))) if every else None
+        cuts: dict[int, _Cuts] = {}
+        for form in every:
+            size = fragment_length(form)
+            if len(form) > size:
+                cuts.setdefault(size, _Cuts(size)).add(form)
+        self.cuts = sorted(cuts.values(), key=lambda c: c.size)
+
+    def scrub(self, text: str) -> str:
+        if self.pattern is None or not text:
+            return text
+        return self._cut_pieces(self.pattern.sub(REDACTED, text))
+
+    def _cut_pieces(self, text: str) -> str:
+        """The cut rule: pieces of a form at the text's ends and at ellipses, replaced."""
+        if not self.cuts:
+            return text
+        marks = [m.start() for m in _CUT_MARKS.finditer(text)]
+        ends = {len(text.rstrip())} | set(marks)
+        starts = {len(text) - len(text.lstrip())} | {m + (1 if text[m] == ELLIPSIS else 3) for m in marks}
+        spans = []
+        for cuts in self.cuts:
+            for end in ends:
+                k = cuts.prefix_ending_at(text, end)
+                if k:
+                    spans.append((end - k, end))
+            for start in starts:
+                k = cuts.suffix_starting_at(text, start)
+                if k:
+                    spans.append((start, start + k))
+        if not spans:
+            return text
+        # A piece that overlaps a <redacted> already there is part of it, not of a key.
+        markers = [(m.start(), m.end()) for m in re.finditer(re.escape(REDACTED), text)]
+        spans = [(a, b) for a, b in spans if not any(a < y and x < b for x, y in markers)]
+        merged: list[list[int]] = []
+        for a, b in sorted(spans):
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        for a, b in reversed(merged):
+            text = text[:a] + REDACTED + text[b:]
+        return text
+
+
+@lru_cache(maxsize=64)
+def _matcher(values: frozenset[str]) -> _Matcher:
+    return _Matcher(values)
 
 
 class Registry:
@@ -57,7 +217,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._values: set[str] = set()
-        self._pattern: re.Pattern[str] | None = None
+        self._matcher: _Matcher | None = None
         self._lock = threading.Lock()
 
     def add(self, *values: Any) -> None:
@@ -66,9 +226,7 @@ class Registry:
             return
         with self._lock:
             self._values |= fresh
-            every = set().union(*(forms(v) for v in self._values))
-            # Longest first, so a form that contains another is replaced whole.
-            self._pattern = re.compile("|".join(re.escape(f) for f in sorted(every, key=len, reverse=True)))
+            self._matcher = _Matcher(self._values)
 
     def __contains__(self, value: object) -> bool:
         return value in self._values
@@ -77,14 +235,16 @@ class Registry:
         return len(self._values)
 
     def scrub(self, text: str) -> str:
-        pattern = self._pattern
-        if pattern is None or not text:
+        """``text`` with every form of every secret, and every piece of one at a cut (the cut
+        rule, see the module's text), replaced by ``<redacted>``."""
+        matcher = self._matcher
+        if matcher is None or not text:
             return text
-        return pattern.sub(REDACTED, text)
+        return matcher.scrub(text)
 
     def found_in(self, text: str) -> bool:
-        pattern = self._pattern
-        return bool(pattern is not None and text and pattern.search(text))
+        """Whether :meth:`scrub` would change ``text``."""
+        return bool(text) and self.scrub(text) != text
 
 
 SECRETS = Registry()
@@ -121,12 +281,80 @@ def collecting() -> Iterator[set[str]]:
 
 
 def scrub(text: str, extra: Iterable[str] = ()) -> str:
-    """``text`` with every registered secret (and ``extra`` ones) replaced by ``<redacted>``."""
+    """``text`` with every registered secret (and ``extra`` ones) replaced by ``<redacted>``:
+    every form of it, and a piece of one at a cut (see the module's text)."""
     text = SECRETS.scrub(text)
-    for value in extra:
-        for form in sorted(forms(value), key=len, reverse=True):
-            text = text.replace(form, REDACTED)
+    values = frozenset(v for v in extra if isinstance(v, str) and len(v.strip()) >= MIN_LENGTH and REDACTED not in v)
+    if values and text:
+        text = _matcher(values).scrub(text)
     return text
+
+
+def clip(text: Any, limit: int, *, extra: Iterable[str] = (), ellipsis: str = ELLIPSIS, one_line: bool = True, keep: str = "start") -> str:
+    """Outside text (an error body, a header, a status line) shortened to ``limit`` characters,
+    with no secret in it and no piece of one: the one way pytest-sglang shortens such text.
+
+    The whole text is scrubbed first (every registered secret and ``extra`` ones, in every
+    form), then put on one line (``one_line``), then cut: after the last whole word that fits,
+    else after the last punctuation mark that fits (``/``, ``:``, ``_`` ...), never inside a
+    ``<redacted>``, and ended with ``ellipsis``; ``keep="end"`` keeps the end instead, the
+    ellipsis in front. The cut text is scrubbed again: a cut through a secret the first scrub
+    could not see whole leaves a piece of it next to the ellipsis, where the cut rule removes
+    it (and a later scrub that knows more secrets still can).
+
+    The result is at most ``limit`` characters long (at most ``1 + len(ellipsis)`` for a
+    ``limit`` smaller than that)."""
+    extra = tuple(extra)
+    out = scrub(str(text), extra)
+    if one_line:
+        out = scrub(" ".join(out.split()), extra)
+    if len(out) <= max(1, limit):
+        return out
+    room = max(1, limit - len(ellipsis))
+    while True:
+        cut = _cut_front(out, room, ellipsis) if keep == "end" else _cut_end(out, room, ellipsis)
+        cut = scrub(cut, extra)
+        if len(cut) <= limit or room <= 1:
+            return cut
+        room = max(1, room - (len(cut) - limit))  # a piece became <redacted>: cut shorter
+
+
+def _cut_end(text: str, room: int, ellipsis: str) -> str:
+    """The first ``room`` characters of ``text`` or fewer, ended at a word or punctuation mark,
+    then ``ellipsis``."""
+    inside = text.rfind(REDACTED, 0, room + len(REDACTED) - 1)
+    if inside >= 0 and inside < room < inside + len(REDACTED):
+        room = inside  # never half a <redacted>
+        if room == 0:
+            return ellipsis
+    head = text[:room]
+    if text[room] == " ":  # the cut falls between two words
+        return head.rstrip() + ellipsis
+    space = head.rfind(" ")
+    if space > 0:
+        return head[:space].rstrip(" ,;:") + ellipsis
+    soft = max(head.rfind(c) for c in _SOFT_BREAKS)
+    if soft > 0:
+        return head[: soft + 1] + ellipsis
+    return head + ellipsis
+
+
+def _cut_front(text: str, room: int, ellipsis: str) -> str:
+    """The last ``room`` characters of ``text`` or fewer, from a space or punctuation mark on,
+    after ``ellipsis``."""
+    start = len(text) - room
+    inside = text.find(REDACTED, max(0, start - len(REDACTED) + 1))
+    if inside >= 0 and inside < start < inside + len(REDACTED):
+        start = inside + len(REDACTED)  # never half a <redacted>
+        return ellipsis + text[start:].lstrip()
+    tail = text[start:]
+    if text[start - 1] in " " + _SOFT_BREAKS:
+        return ellipsis + tail
+    breaks = [i for i, c in enumerate(tail) if c in " " + _SOFT_BREAKS]
+    if breaks and breaks[0] < len(tail) - 1:
+        cut = breaks[0]
+        return ellipsis + (tail[cut + 1 :] if tail[cut] == " " else tail[cut:])
+    return ellipsis + tail
 
 
 def scrub_object(obj: Any, _depth: int = 0) -> Any:

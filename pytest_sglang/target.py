@@ -78,19 +78,27 @@ class Target:
     # ---- opening and closing --------------------------------------------------------------
     @classmethod
     def open(cls, spec: HostSpec | str, options: TargetOptions | None = None) -> Target:
-        """Collect the target's facts. Whatever goes wrong on the way is one
+        """Collect the target's facts and normalise them. Whatever goes wrong on the way is one
         :class:`~pytest_sglang.errors.SGLangError` naming the target: this is the one boundary
-        between what a host sends and the caller (a pytest run keeps going with other hosts)."""
+        between what a host sends and the caller (a pytest run keeps going with other hosts).
+        Normalising happens here, inside the boundary, so facts no configuration can be made of
+        (a capture whose ``server_info`` is a list) fail this target on open, not a later read."""
         spec = parse_spec(spec) if isinstance(spec, str) else spec
         register(*spec.secrets)
         try:
             with collecting():
-                return cls._open(spec, options or TargetOptions())
+                target = cls._open(spec, options or TargetOptions())
         except SGLangError as exc:
             raise exc.with_traceback(None) from None
         except Exception as exc:  # anything a host's answers or a transport library raised
             detail = one_line(f"{type(exc).__name__}: {exc}", 200)
             raise TargetError(f"{spec.display}: reading the target failed ({detail}); the other hosts are not affected") from None
+        try:
+            target.snapshot  # noqa: B018  (normalised now: a failure is this target's one line)
+        except BaseException:
+            target.close()
+            raise
+        return target
 
     @classmethod
     def _open(cls, spec: HostSpec, options: TargetOptions) -> Target:
@@ -178,7 +186,18 @@ class Target:
     # ---- what tests read --------------------------------------------------------------------
     @cached_property
     def snapshot(self) -> Snapshot:
-        return normalise(self.facts)
+        """The facts normalised. A failure is one :class:`~pytest_sglang.errors.TargetError`
+        naming the target (its facts, not the caller, are at fault), never a traceback."""
+        try:
+            return normalise(self.facts)
+        except SGLangError as exc:
+            error: SGLangError = exc if self.name in str(exc) else TargetError(f"{self.name}: {exc}")
+        except RecursionError:
+            error = TargetError(f"{self.name}: its facts are nested too deeply to normalise; the other hosts are not affected")
+        except Exception as exc:  # facts of a shape no SGLang answers with (a capture edited by hand)
+            detail = one_line(f"{type(exc).__name__}: {exc}", 200)
+            error = TargetError(f"{self.name}: its configuration could not be normalised ({detail}); the other hosts are not affected")
+        raise error.with_traceback(None)
 
     @property
     def name(self) -> str:
@@ -244,6 +263,7 @@ class Target:
         if host is not None:
             out += host.log_warnings
         out += [f"{problem}; configuration read from the logs" for problem in self.facts.problems]
+        out += self.snapshot.warnings  # how the facts were read: a value passed over, a command not read
         return out
 
     def gpu_unknown_reason(self) -> str:
@@ -263,6 +283,8 @@ class Target:
 
     def launch_unknown_reason(self) -> str:
         """Why the launch command is unknown: what was tried and what it found."""
+        if self.snapshot.launch_command_refused:
+            return self.snapshot.launch_command_refused
         host = self.facts.host
         http = f"SGLang {self.version or '?'} does not report it over HTTP (0.5.20 and later do)"
         if host is None:

@@ -179,15 +179,15 @@ def run_baseline(args: argparse.Namespace) -> int:
     from .compare import Policy, changes, summary
     from .document import default_key, document, safe_name
     from .plugin import missing_line
-    from .plugin import ci_set
+    from .plugin import baseline_file, ci_set, key_problem
     from .store import content_changed, file_content, load_baseline, write_baseline
 
     if args.force and not args.update:
         raise SpecError("--force is for --update")
     if args.update and ci_set() and not args.force:
         raise SpecError("--update is refused when the CI environment variable is set (a gate must not rewrite what it checks): update baselines locally, or add --force")
-    if args.key is not None and safe_name(args.key) != args.key:
-        raise SpecError(f"--key {args.key!r}: the key is a file name: use letters, digits, '.', '_' and '-' only (e.g. {safe_name(args.key)})")
+    if args.key is not None and key_problem(args.key):
+        raise SpecError(f"--key {args.key!r}: {key_problem(args.key)} (e.g. {safe_name(args.key)})")
     directory = Path(args.dir)
     if directory.exists() and not directory.is_dir():
         raise SpecError(f"--dir {directory}: is not a directory")
@@ -196,7 +196,7 @@ def run_baseline(args: argparse.Namespace) -> int:
         doc = document(target)
         name = target.name
     key = args.key or default_key(doc)
-    path = directory / f"{key}.json"
+    path = baseline_file(directory, key)
     previous = load_baseline(path) if path.exists() else None
     result: dict[str, Any] = {"target": name, "key": key, "file": str(path)}
     if args.update:

@@ -284,33 +284,56 @@ def _shown(value: Any) -> str:
 _ABSENT = object()
 
 
+def _section(doc: Mapping[str, Any], name: str, out: dict[str, tuple[Any, str | None]], source: str | None = None, path: str | None = None) -> Mapping[str, Any]:
+    """The mapping a document holds under ``name`` ({} when absent or empty). Anything else there
+    (a baseline edited by hand: ``"effective": [1, 2]``) is compared whole, as the one field
+    ``path`` (``name`` by default), so it shows as a difference instead of breaking the comparison."""
+    value = doc.get(name)
+    if isinstance(value, Mapping):
+        return value
+    if value not in (None, "", [], {}):
+        out[path or name] = (value, source)
+    return {}
+
+
+def _source(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def flatten(doc: Mapping[str, Any]) -> dict[str, tuple[Any, str | None]]:
-    """Compared fields of a document: path -> (value, source)."""
+    """Compared fields of a document: path -> (value, source). A section of the wrong type is
+    compared whole, under its own name (see :func:`_section`)."""
     out: dict[str, tuple[Any, str | None]] = {}
+    if not isinstance(doc, Mapping):
+        raise SpecError(f"a configuration document is a JSON object, not a {type(doc).__name__}: rewrite it with --sglang-update-baseline")
     if "sglang_version" in doc:
         out["sglang_version"] = (doc["sglang_version"], None)
-    for name, entry in (doc.get("effective") or {}).items():
+    for name, entry in _section(doc, "effective", out).items():
         if isinstance(entry, Mapping) and "value" in entry:
-            out[f"effective.{name}"] = (entry["value"], entry.get("source"))
+            out[f"effective.{name}"] = (entry["value"], _source(entry.get("source")))
         else:
             out[f"effective.{name}"] = (entry, None)
-    args_source = doc.get("server_args_source")
-    for name, value in (doc.get("server_args") or {}).items():
+    args_source = _source(doc.get("server_args_source"))
+    for name, value in _section(doc, "server_args", out, args_source).items():
         out[f"server_args.{name}"] = (value, args_source)
     for section in ("model", "gpu"):
-        for name, value in (doc.get(section) or {}).items():
+        for name, value in _section(doc, section, out).items():
             out[f"{section}.{name}"] = (value, None)
-    launch = doc.get("launch") or {}
-    launch_source = launch.get("source")
+    launch = _section(doc, "launch", out)
+    launch_source = _source(launch.get("source"))
     if launch:
         out["launch.entrypoint"] = (launch.get("entrypoint"), launch_source)
-    for name, value in (launch.get("requested") or {}).items():
+    for name, value in _section(launch, "requested", out, launch_source, "launch.requested").items():
         out[f"launch.requested.{name}"] = (value, launch_source)
-    for name, value in (launch.get("env") or {}).items():
+    for name, value in _section(launch, "env", out, launch_source, "launch.env").items():
         out[f"launch.env.{name}"] = (value, launch_source)
-    for finding in doc.get("findings") or []:
-        if isinstance(finding, Mapping) and "id" in finding:
-            out[f"findings.{finding['id']}"] = ({k: finding.get(k) for k in ("severity", "status", "summary")}, "explain")
+    findings = doc.get("findings")
+    if isinstance(findings, list):
+        for finding in findings:
+            if isinstance(finding, Mapping) and "id" in finding:
+                out[f"findings.{finding['id']}"] = ({k: finding.get(k) for k in ("severity", "status", "summary")}, "explain")
+    elif findings not in (None, {}, ""):
+        out["findings"] = (findings, None)
     return out
 
 
@@ -491,18 +514,19 @@ def _rule_of(kb: Any, fid: str) -> Any:
 
 
 def _findings(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [f for f in doc.get("findings") or [] if isinstance(f, Mapping) and f.get("id")]
+    findings = doc.get("findings")
+    return [f for f in findings if isinstance(f, Mapping) and f.get("id")] if isinstance(findings, list) else []
 
 
 def _requests(doc: Mapping[str, Any]) -> dict[str, Any]:
     """What a document says was requested, by setting name: the launch command's values, and the
     ``requested`` an effective value carries."""
     out: dict[str, Any] = {}
-    for name, entry in (doc.get("effective") or {}).items():
+    ignored: dict[str, tuple[Any, str | None]] = {}  # sections of the wrong type: flatten reports them
+    for name, entry in _section(doc, "effective", ignored).items():
         if isinstance(entry, Mapping) and entry.get("requested") is not None:
             out[name] = entry["requested"]
-    launch = doc.get("launch") or {}
-    for name, value in (launch.get("requested") or {}).items():
+    for name, value in _section(_section(doc, "launch", ignored), "requested", ignored).items():
         out[name] = value
     return out
 
@@ -800,6 +824,9 @@ def _judge(diff: FieldDiff, rule: Rule, today: _dt.date, inherited: bool) -> Non
 def changes(baseline_doc: Mapping[str, Any], live_doc: Mapping[str, Any], policy: Policy | Mapping[str, Any] | None = None, *, today: _dt.date | None = None) -> list[Change]:
     """The differences between a baseline and a live document, one :class:`Change` per change
     with its consequences, SGLang's own changes first (see :func:`compare` for ``policy``)."""
+    for doc in (baseline_doc, live_doc):
+        if not isinstance(doc, Mapping):  # a file edited by hand: one line, not an AttributeError
+            raise SpecError(f"a configuration document is a JSON object, not a {type(doc).__name__}: rewrite it with --sglang-update-baseline")
     if policy is None:
         policy = Policy.from_mapping(baseline_doc.get("policy"), "baseline policy")
     elif not isinstance(policy, Policy):

@@ -5,7 +5,9 @@ controller only, once) and prints what changed."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,12 +71,55 @@ class BaselineState:
     unreadable_hosts: list[str] = field(default_factory=list)
     checks_run: int = 0
     written: bool = False
+    write_refused: bool = False  # a baseline file could not be written (a link or a FIFO in its place...)
     summary: list[str] = field(default_factory=list)
 
 
 STATE = pytest.StashKey[BaselineState]()
 # Benchmark baselines live beside the configuration baselines, one KEY.bench.json per key.
 BENCH_SUFFIX = ".bench.json"
+
+
+# A file name may be 255 bytes (NAME_MAX); the longest name made from a key is the benchmark
+# baseline's lock, ".KEY.bench.json.lock" (17 bytes more than the key). A key that fits, made of
+# letters, digits, '.', '_' and '-', is its own file name, as it always was.
+NAME_MAX_BYTES = 255
+MAX_PLAIN_KEY_BYTES = NAME_MAX_BYTES - len(f".{BENCH_SUFFIX}.lock")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_UNSAFE_KEY_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+_READABLE_PREFIX = 150
+_DIGEST_CHARS = 16
+
+
+def key_file_stem(key: str) -> str:
+    """The file name stem of a deployment key's baseline files.
+
+    A key of letters, digits, '.', '_' and '-' (not starting with '.' or '-') of at most
+    ``MAX_PLAIN_KEY_BYTES`` (238) bytes is its own stem, so existing baselines keep their names.
+    Any other key (too long for a file name, or with characters a file name must not have)
+    becomes a readable prefix plus a digest of the whole key:
+    ``Qwen...-long-model-name-...-3f2a9c41d0b7e615`` (at most 167 characters), the same on
+    every machine."""
+    if _PLAIN_KEY.fullmatch(key) and len(key.encode("utf-8")) <= MAX_PLAIN_KEY_BYTES:
+        return key
+    prefix = _UNSAFE_KEY_CHARS.sub("-", key)[:_READABLE_PREFIX].strip("-.") or "key"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
+    return f"{prefix}-{digest}"
+
+
+def baseline_file(directory: Path, key: str, suffix: str = ".json") -> Path:
+    """``DIR/KEY.json`` (or ``DIR/KEY.bench.json`` with ``suffix=BENCH_SUFFIX``), the key
+    mapped to a safe file name by :func:`key_file_stem`."""
+    return directory / f"{key_file_stem(key)}{suffix}"
+
+
+def key_problem(key: str) -> str | None:
+    """Why an ini or command-line deployment key cannot be used, or None. Keys name files, so
+    they are letters, digits, '.', '_' and '-', not starting or ending with '.' or '-'; a long
+    key is fine (its files get a digest name)."""
+    if not key or _UNSAFE_KEY_CHARS.search(key) or key.strip("-.") != key:
+        return "the key is a file name: use letters, digits, '.', '_' and '-' only"
+    return None
 
 
 def ci_set() -> bool:
@@ -127,8 +172,8 @@ def pytest_configure(config: pytest.Config) -> None:
         spec_text, key = spec_text.strip(), key.strip()
         if not sep or not spec_text or not key:
             raise pytest.UsageError(scrub(f"ini {KEY_INI} entry {line.strip()!r}: write SPEC = KEY, e.g. sim://qwen35-122b-a10b-4xrtx6000-baseline = qwen35-prod"))
-        if safe_name(key) != key:
-            raise pytest.UsageError(scrub(f"ini {KEY_INI} entry {line.strip()!r}: the key is a file name: use letters, digits, '.', '_' and '-' only (e.g. {safe_name(key)})"))
+        if key_problem(key):
+            raise pytest.UsageError(scrub(f"ini {KEY_INI} entry {line.strip()!r}: {key_problem(key)} (e.g. {safe_name(key)})"))
         try:
             display = parse_spec(spec_text).display
         except SpecError as exc:
@@ -167,7 +212,7 @@ def _run(config: pytest.Config, spec: Any) -> Outcome:
     target = session_state(config).target(spec)
     live = document(target)
     key = deployment_key(state, spec.display, live)
-    path = state.directory / f"{key}.json"
+    path = baseline_file(state.directory, key)
     shown = _display_path(path)
     record: dict[str, Any] = {"key": key, "file": path.name, "path": shown, "diffs": [], "groups": []}
     if not path.exists():
@@ -270,6 +315,8 @@ class BaselinePlugin:
         if not state.written:  # the controller, once
             state.written = True
             state.summary = _write(state)
+            if state.write_refused and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a baseline that could not be written fails the update
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         state = self.state
@@ -326,7 +373,12 @@ def _write(state: BaselineState) -> list[str]:
             hosts = ", ".join(sorted({first.host, *(e.host for e in clashing)}))
             lines.append(f"NOT written {shown}: hosts {hosts} share the key {first.key} but their configurations differ; give them different keys ({KEY_INI}) or make them agree")
             continue
-        write_baseline(path, first.content)
+        try:
+            write_baseline(path, first.content)
+        except SpecError as exc:  # a symbolic link or a non-regular file where the baseline goes, a read-only folder
+            lines.append(f"NOT written {shown}: {exc}")
+            state.write_refused = True
+            continue
         if first.previous is None:
             lines.append(f"wrote {shown} (new, key {first.key}, from {first.host})")
             continue

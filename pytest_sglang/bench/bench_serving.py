@@ -31,6 +31,7 @@ and line, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -39,6 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from .. import _files
 from ..errors import SpecError
 from .model import BenchResult, LevelResult, Stat
 from .stats import MAX_ERRORS_KEPT, summarise
@@ -124,6 +128,40 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+@contextlib.contextmanager
+def _at(where: str) -> Iterator[None]:
+    """Whatever a value the checks above did not foresee raises while a line is imported
+    becomes one line naming the file and line, never a traceback."""
+    try:
+        yield
+    except BenchServingImportError:
+        raise
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        field_name = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+        message = " ".join(str(errors[0]["msg"]).split()) if errors else "not valid"
+        raise BenchServingImportError(f"{where}: {field_name or 'a figure'}: {message}") from None
+    except (ValueError, TypeError, ArithmeticError, RecursionError, KeyError, IndexError) as exc:
+        detail = " ".join(str(exc).split())[:120]
+        raise BenchServingImportError(f"{where}: cannot be imported ({type(exc).__name__}: {detail})") from None
+
+
+def _brief(value: object) -> str:
+    """A value for a message: its repr, at most 60 characters (a 400-digit number is cut)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int beyond Python's str conversion limit
+        text = "<an integer of thousands of digits>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _whole(number: float, label: str, where: str) -> int:
+    """A count (requests, tokens, concurrency) from a figure: NaN and infinity are no count."""
+    if not math.isfinite(number):
+        raise BenchServingImportError(f"{where}: {label} is {number}, not a whole number")
+    return int(number)
+
+
 def _level_name(concurrency: int | None, rate: float | None, trace: bool) -> str:
     """Names like the native levels': ``concurrency=8``, ``rate=20/s``, both when both bound."""
     parts = []
@@ -170,12 +208,17 @@ class _Level:
             key, n = f"{name}_{n}", n + 1
         self.extra[key] = value
 
-    def put_rate(self, value: str | float, origin: str) -> None:
+    def put_rate(self, value: object, origin: str) -> None:
         if isinstance(value, str) and value.strip().lower() == "trace":
             self.trace = True
             self.notes.append("request times replayed from a trace (--use-trace-timestamps)")
             return
-        rate = float(value)
+        try:
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise TypeError
+            rate = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise BenchServingImportError(f"{origin}: request rate {_brief(value)} is not a positive number, inf or 'trace'") from None
         if math.isinf(rate) and rate > 0:
             self.notes.append("request rate inf: every request sent at once, bounded only by the max concurrency")
             return
@@ -282,7 +325,7 @@ class _BlockReader:
             self.level.put_rate(self._rate(lineno, value), self.where(lineno))
             return
         if label == "Max request concurrency":
-            self.level.concurrency = None if value.lower() == "not set" else int(self._number(lineno, label, value))
+            self.level.concurrency = None if value.lower() == "not set" else _whole(self._number(lineno, label, value), repr(label), self.where(lineno))
             return
         latency = _LATENCY.match(label)
         if latency:
@@ -291,7 +334,7 @@ class _BlockReader:
         if label in _ROW_FIELDS:
             name, kind = _ROW_FIELDS[label]
             number = self._number(lineno, label, value)
-            self.level.fields[name] = int(number) if kind is int else number
+            self.level.fields[name] = _whole(number, repr(label), self.where(lineno)) if kind is int else number
             return
         if label == "SLO attainment (%)":
             self.level.fields["goodput_fraction"] = self._number(lineno, label, value.rstrip("%")) / 100.0
@@ -321,16 +364,19 @@ class _BlockReader:
         if not indent:
             self.parent = name
         if _NUMBER.match(value.rstrip("%")):
-            self.level.put_extra(name, float(value.rstrip("%")), label)
+            self.level.put_extra(name, self._number(lineno, label, value.rstrip("%")), label)
         else:
             self.level.notes.append(f"{label}: {value}")
 
     def _number(self, lineno: int, label: str, value: str) -> float:
         if not _NUMBER.match(value):
             raise BenchServingImportError(
-                f"{self.where(lineno)}: bench_serving row {label!r} has {value!r}, not a number (block from line {self.start} is malformed)"
+                f"{self.where(lineno)}: bench_serving row {label!r} has {_brief(value)}, not a number (block from line {self.start} is malformed)"
             )
-        return float(value)
+        number = float(value)
+        if math.isinf(number) and "inf" not in value.lower():
+            raise BenchServingImportError(f"{self.where(lineno)}: bench_serving row {label!r} has {_brief(value)}, a number too large to be a figure")
+        return number
 
     def finish(self, lineno: int) -> LevelResult:
         if "Successful requests" not in self.seen:
@@ -378,7 +424,8 @@ def _blocks(lines: Sequence[str], origin: str) -> Iterator[tuple[_BlockReader, i
                 reader.section = section["title"].strip()
                 reader.parent = ""
             elif row:
-                reader.row(i + 1, row["indent"], row["label"].strip(), row["value"])
+                with _at(f"{origin}:{i + 1}"):
+                    reader.row(i + 1, row["indent"], row["label"].strip(), row["value"])
             else:
                 raise BenchServingImportError(
                     f"{origin}:{i + 1}: bench_serving result block from line {reader.start} is cut off or malformed: "
@@ -394,7 +441,8 @@ def parse_result_text(text: str, origin: str = "<text>") -> BenchResult:
     levels: list[LevelResult] = []
     backends: list[str] = []
     for reader, end in _blocks(lines, origin):
-        levels.append(reader.finish(end))
+        with _at(f"{origin}:{reader.start}"):
+            levels.append(reader.finish(end))
         if reader.backend:
             backends.append(reader.backend)
     if not levels:
@@ -413,8 +461,12 @@ def parse_result_text(text: str, origin: str = "<text>") -> BenchResult:
 
 def _loads(line: str, where: str) -> dict[str, Any]:
     """One JSONL line. bench_serving writes Python's json, so ``Infinity`` and ``NaN`` occur."""
+    if _files.nesting_too_deep(line, _MAX_DEPTH) is not None:
+        raise BenchServingImportError(f"{where}: nests more than {_MAX_DEPTH} arrays/objects deep: not a line bench_serving writes")
     try:
         value = json.loads(line)
+    except RecursionError:
+        raise BenchServingImportError(f"{where}: nested too deeply to be a bench_serving line") from None
     except ValueError as exc:
         reason = str(exc).split(":")[0]
         raise BenchServingImportError(f"{where}: not a JSON object ({reason}); is the line cut off?") from None
@@ -427,8 +479,11 @@ def _as_number(value: object, key: str, where: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BenchServingImportError(f"{where}: {key} is {value!r}, not a number")
-    return float(value)
+        raise BenchServingImportError(f"{where}: {key} is {_brief(value)}, not a number")
+    try:
+        return float(value)
+    except OverflowError:
+        raise BenchServingImportError(f"{where}: {key} is {_brief(value)}, a number too large to be a figure") from None
 
 
 def _summary(data: Mapping[str, Any], level: _Level, where: str) -> None:
@@ -440,7 +495,7 @@ def _summary(data: Mapping[str, Any], level: _Level, where: str) -> None:
             name, kind = _KEY_FIELDS[key]
             number = _as_number(value, key, where)
             if number is not None:
-                level.fields[name] = int(number) if kind is int else number
+                level.fields[name] = _whole(number, key, where) if kind is int else number
             continue
         stat = re.fullmatch(r"(?P<part>mean|median|std|min|max|p\d+(?:\.\d+)?)_(?P<family>e2e_latency|ttft|tpot|itl)_ms", key)
         if stat:
@@ -476,14 +531,14 @@ def _other(key: str, value: object, level: _Level, where: str) -> None:
     if key == "cache_report" and isinstance(value, dict):
         for part, number in value.items():
             if isinstance(number, (int, float)) and not isinstance(number, bool):
-                level.put_extra(f"cache_{part}", float(number), f"{key}.{part}")
+                level.put_extra(f"cache_{part}", _as_number(number, f"{key}.{part}", where) or 0.0, f"{key}.{part}")
             elif number is not None:
                 level.notes.append(f"cache_report {part}: {number}")
         return
     if value is None:
         return
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        level.put_extra(_KEY_EXTRAS.get(key, key), float(value), key)
+        level.put_extra(_KEY_EXTRAS.get(key, key), _as_number(value, key, where) or 0.0, key)
         return
     shown = json.dumps(value)
     level.notes.append(f"{key}: {shown if len(shown) <= 80 else shown[:77] + '...'}")
@@ -506,11 +561,14 @@ def _details(data: Mapping[str, Any], level: _Level, where: str) -> None:
     level.fields["errors"] = _distinct_errors(errors)
     backend = str(data.get("backend") or "")
     accept = data.get("accept_length")
-    ok_ttfts = [float(ttfts[i]) for i in ok]
+    ok_ttfts = [_as_number(ttfts[i], f"ttfts[{i}]", where) or 0.0 for i in ok]
     if ok_ttfts and any(t > 0 for t in ok_ttfts):
         _replace(level, "ttft", summarise(ok_ttfts))
     retokenized = bool(accept) and backend in ("sglang-oai", "sglang-oai-chat")
-    gaps = [float(gap) for i in ok for gap in itls[i]]
+    for i in ok:
+        if not isinstance(itls[i], list):
+            raise BenchServingImportError(f"{where}: itls[{i}] is {_brief(itls[i])}, not a list of inter-token gaps")
+    gaps = [_as_number(gap, f"itls[{i}]", where) or 0.0 for i in ok for gap in itls[i]]
     if retokenized:
         level.notes.append("ITL as bench_serving summarised it: it re-tokenises each chunk for this backend with speculative decoding, which its details do not carry")
     elif gaps:
@@ -548,7 +606,7 @@ def _jsonl_level(data: Mapping[str, Any], where: str) -> LevelResult:
     concurrency = data.get("max_concurrency")
     if concurrency is not None:
         number = _as_number(concurrency, "max_concurrency", where)
-        level.concurrency = int(number) if number is not None else None
+        level.concurrency = _whole(number, "max_concurrency", where) if number is not None else None
     _summary(data, level, where)
     _details(data, level, where)
     return level.build()
@@ -574,7 +632,8 @@ def parse_jsonl(text: str, origin: str = "<jsonl>") -> BenchResult:
             continue
         where = f"{origin}:{number}"
         data = _loads(line, where)
-        levels.append(_jsonl_level(data, where))
+        with _at(where):
+            levels.append(_jsonl_level(data, where))
         first = first or data
         if data.get("backend"):
             backends.append(str(data["backend"]))
@@ -600,13 +659,26 @@ def load_bench_serving(source: str | Path, origin: str | None = None) -> BenchRe
     return parse_result_text(text, origin=name)
 
 
+# A bench_serving --output-file with --output-details carries every request's inter-token gaps
+# and generated text: tens of MiB for a long sweep. 256 MiB is well above that and still fits
+# in memory with its parsed figures; a printed log holding result blocks is far smaller.
+IMPORT_CAP_BYTES = 256 * _files.MiB
+# A JSONL line is a flat summary with per-request arrays: a few levels deep.
+_MAX_DEPTH = _files.DEFAULT_MAX_DEPTH
+
+
 def _read(source: str | Path) -> tuple[str, str]:
+    """The text to import and its origin. A path is read through
+    :func:`pytest_sglang._files.read_text`: a regular file only (a FIFO or a device is refused
+    at once), at most ``IMPORT_CAP_BYTES`` (256 MiB); bytes that are not UTF-8 become U+FFFD."""
     if isinstance(source, str) and ("\n" in source or len(source) > 4096):
         return source, "<text>"
     if isinstance(source, str) and (source.lstrip().startswith("{") or "Serving Benchmark Result" in source):
         return source, "<text>"  # a single line of JSONL, or a block kept on one line
     path = Path(source)
     try:
-        return path.read_text(encoding="utf-8", errors="replace"), str(path)
-    except OSError as exc:
-        raise BenchServingImportError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        return _files.read_text(path, cap_bytes=IMPORT_CAP_BYTES, what=f"bench_serving result {path}", errors="replace"), str(path)
+    except _files.MissingFileError:
+        raise BenchServingImportError(f"{path}: cannot be read (No such file or directory)") from None
+    except _files.FileError as exc:
+        raise BenchServingImportError(str(exc)) from None

@@ -143,8 +143,9 @@ def run(args: argparse.Namespace) -> int:
             result = Bench(target, budget=Budget(mode="full"), progress=progress).run(repeats=args.repeats, **pattern)
     data = scrub(json.dumps(result.model_dump(mode="json"), indent=2))
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(data + "\n")
+        from .._files import write_text
+
+        write_text(args.output, data + "\n", what="benchmark result")
     print(data if args.json else scrub(render_result(result)))
     empty = [line for line in (request_failures(lv) for lv in result.levels if not lv.completed) if line]
     if empty:

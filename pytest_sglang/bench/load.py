@@ -56,7 +56,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import SGLangError, SpecError
-from ..secrets import scrub
+from ..secrets import clip, scrub
 from .model import BenchResult, LevelResult, RequestRecord, ServerLoad, Validity
 from .stats import SLO, level_result
 from .validity import ClientFigures, judge
@@ -242,14 +242,21 @@ class _BadFrame(ValueError):
     """A stream frame that is JSON but not in the shape SGLang sends (the text says where)."""
 
 
+# How much of a failed answer's body is read for its error line (the line keeps 300
+# characters): enough for white space to collapse, little enough for the hot path. A key cut
+# at this bound ends the text, where the cut rule of secrets.scrub finds it.
+_ERROR_BYTES = 8 * 1024
+
+
 def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    """A value from a frame, as ``repr`` shows it, at most 80 characters (scrubbed, then cut)."""
+    return clip(repr(value), 80, ellipsis="...", one_line=False)
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+def _one_line(text: str, limit: int = 300, secrets: Sequence[str] = ()) -> str:
+    """Text from the server (or about it) on one line, at most ``limit`` characters: scrubbed
+    of every secret and ``secrets`` first, then cut (never cut first: a cut key is not found)."""
+    return clip(text, limit, extra=secrets, ellipsis="...")
 
 
 def _decode(payload: bytes) -> Any:
@@ -324,10 +331,10 @@ def _frame_output(route: str, data: dict[str, Any], record: RequestRecord) -> bo
     return False
 
 
-def _error_text(data: Any) -> str | None:
+def _error_text(data: Any, secrets: Sequence[str] = ()) -> str | None:
     if isinstance(data, dict) and data.get("error") is not None:
         error = data["error"]
-        return _one_line(str(error.get("message", error) if isinstance(error, dict) else error))
+        return _one_line(str(error.get("message", error) if isinstance(error, dict) else error), secrets=secrets)
     return None
 
 
@@ -377,14 +384,15 @@ class _Runner:
         self.headers = dict(headers)  # the wire client adds its own, each header sent once
         self.spec = spec
         self.path = ROUTE_PATHS[spec.route]
-        # The auth header values (and a bearer token alone): an error text echoing one is
-        # scrubbed even when the key was never registered as a secret.
+        # The auth header values (a bearer token alone: "Bearer" is no secret, and a piece of
+        # it at a cut would be scrubbed): an error text echoing one is scrubbed even when the
+        # key was never registered as a secret.
         self.secrets: list[str] = []
         for name, value in headers.items():
             if not any(word in name.lower() for word in ("auth", "key", "token", "secret", "cookie")):
                 continue
-            scheme, _, token = value.partition(" ")
-            self.secrets += [value, token.strip()] if scheme.lower() == "bearer" else [value]
+            scheme, _, token = value.strip().partition(" ")
+            self.secrets.append(token.strip() if scheme.lower() == "bearer" and token.strip() else value)
         self.t0 = 0.0
         self.progress_done = 0
         self.session: Any = None
@@ -429,12 +437,12 @@ class _Runner:
             )
             record.end = answer.end - t0
             if answer.status != 200:
-                record.error = f"HTTP {answer.status}: {_one_line(answer.body()[:300].decode('utf-8', 'replace'))}"
+                record.error = f"HTTP {answer.status}: {_one_line(answer.body()[:_ERROR_BYTES].decode('utf-8', 'replace'), secrets=self.secrets)}"
                 return
             media = answer.headers.get("content-type", "")
             if media.split(";", 1)[0].strip().lower() != "text/event-stream":
-                start = _one_line(answer.body()[:200].decode("utf-8", "replace"), 120)
-                record.error = f"HTTP 200 but not an event stream (Content-Type: {_one_line(media, 80) or 'none'}): {start}"
+                start = _one_line(answer.body()[:_ERROR_BYTES].decode("utf-8", "replace"), 120, self.secrets)
+                record.error = f"HTTP 200 but not an event stream (Content-Type: {_one_line(media, 80, self.secrets) or 'none'}): {start}"
                 return
             self._read_stream(record, answer.pieces)
             if record.error is None:
@@ -442,7 +450,7 @@ class _Runner:
         except asyncio.TimeoutError:
             record.error = self._bound_text() if bounded else f"no complete answer within {self.spec.request_timeout_s:g} s (request_timeout_s)"
         except WireError as exc:
-            record.error = _one_line(str(exc))
+            record.error = _one_line(str(exc), secrets=self.secrets)
         except asyncio.CancelledError:
             record.error = "cancelled"
             raise
@@ -493,12 +501,12 @@ class _Runner:
         try:
             data = _decode(payload)
         except ValueError:
-            record.error = f"a stream frame is not JSON: {payload[:80]!r}"
+            record.error = f"a stream frame is not JSON: {self._frame(payload)}"
             return True
         if not isinstance(data, dict):
-            record.error = f"a stream frame is not a JSON object: {payload[:80]!r}"
+            record.error = f"a stream frame is not a JSON object: {self._frame(payload)}"
             return True
-        error = _error_text(data)
+        error = _error_text(data, self.secrets)
         if error is not None:
             record.error = error
             return True
@@ -512,6 +520,10 @@ class _Runner:
                 record.first_token = now
             record.chunk_times.append(now)
         return False
+
+    def _frame(self, payload: bytes) -> str:
+        """A frame's bytes as ``repr`` shows them, at most 80 characters, scrubbed then cut."""
+        return clip(repr(payload[:1024]), 80, extra=self.secrets, ellipsis="...", one_line=False)
 
     async def connect(self, count: int) -> None:
         """``count`` keep-alive connections in the pool before the level's clock starts, each

@@ -9,7 +9,6 @@ one entry per benchmark, with every repeat's figures per level.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from .. import _files
 from ..errors import SpecError
 from .api import INCONCLUSIVE_RERUNS, Bench, BenchFailed, BenchInconclusive, Budget, compare
 from .expect import request_failures
@@ -45,13 +45,13 @@ class HostBench(Bench):
         ``--sglang-update-baseline``). Raises ``BenchFailed`` when a figure regressed: a change
         beyond ``tolerance`` that the repeats show is not noise (one-sided Mann-Whitney p <= alpha)."""
         from ..baseline.document import document
-        from ..baseline.plugin import BENCH_SUFFIX, STATE, deployment_key
+        from ..baseline.plugin import BENCH_SUFFIX, STATE, baseline_file, deployment_key
 
         state = self.config.stash.get(STATE, None)
         if state is None:
             raise SpecError("a benchmark baseline needs the gate's baseline directory: give --sglang-baseline DIR (or the sglang_baseline ini key)")
         key = deployment_key(state, self.target.name, document(self.target))
-        path = Path(state.directory) / f"{key}{BENCH_SUFFIX}"
+        path = baseline_file(Path(state.directory), key, BENCH_SUFFIX)
         bench_name = name or self.name
         try:
             if state.update:
@@ -92,30 +92,76 @@ class HostBench(Bench):
 
 
 @contextlib.contextmanager
-def locked(lock_file: Path) -> Iterator[None]:
-    """An exclusive lock on ``lock_file`` (made if missing), across processes."""
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_file, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
+def locked(lock_file: Path, what: str = "benchmark baseline lock file") -> Iterator[None]:
+    """An exclusive lock on ``lock_file`` (made if missing, never truncated), across processes;
+    a symbolic link or non-regular file there is refused (:func:`pytest_sglang._files.locked`)."""
+    try:
+        with _files.locked(lock_file, what=what):
             yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    except _files.FileError as exc:
+        raise BenchBaselineError(str(exc)) from None
+
+
+# A benchmark baseline holds per-level figures of each repeat of each benchmark: tens of KiB.
+BENCH_BASELINE_CAP_BYTES = 16 * _files.MiB
 
 
 def _read(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {"kind": BENCH_BASELINE_KIND, "benchmarks": {}}
+    """The stored benchmark baselines (an empty set when the file is missing), read through
+    :func:`pytest_sglang._files.read_text`: a regular file of at most
+    ``BENCH_BASELINE_CAP_BYTES`` (16 MiB), JSON nested at most 100 deep."""
+    what = f"benchmark baseline {path}"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BenchBaselineError(f"benchmark baseline {path}: cannot be read ({exc}); fix it or rewrite it with --sglang-update-baseline") from None
+        text = _files.read_text(path, cap_bytes=BENCH_BASELINE_CAP_BYTES, what=what)
+        _files.check_nesting(text, what=what)
+    except _files.MissingFileError:
+        return {"kind": BENCH_BASELINE_KIND, "benchmarks": {}}
+    except _files.FileError as exc:
+        raise BenchBaselineError(f"{exc}; fix it or rewrite it with --sglang-update-baseline") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise BenchBaselineError(f"benchmark baseline {path}: cannot be read ({' '.join(str(exc).split())[:120]}); fix it or rewrite it with --sglang-update-baseline") from None
     if not isinstance(data, dict) or data.get("kind") != BENCH_BASELINE_KIND or not isinstance(data.get("benchmarks"), dict):
         raise BenchBaselineError(f"benchmark baseline {path}: not a pytest-sglang benchmark baseline (kind {BENCH_BASELINE_KIND!r} with a \"benchmarks\" object)")
+    for bench_name, entry in data["benchmarks"].items():
+        problem = _entry_problem(entry)
+        if problem:
+            raise BenchBaselineError(f"benchmark baseline {path}: benchmark {str(bench_name)[:80]!r}: {problem}; fix it or rewrite it with --sglang-update-baseline")
     return data
+
+
+def _entry_problem(entry: Any) -> str | None:
+    """What is wrong with a stored entry's shape, or None: the comparison reads ``levels`` as
+    level -> metric -> list of numbers, ``settings`` and ``client_error_ms`` as objects."""
+    if not isinstance(entry, dict):
+        return "not an object"
+    for key in ("settings", "client_error_ms", "levels"):
+        if entry.get(key) is not None and not isinstance(entry[key], dict):
+            return f"{key} is not an object"
+    for level, figures in (entry.get("levels") or {}).items():
+        if not isinstance(figures, dict):
+            return f"level {str(level)[:60]!r} is not an object of figures"
+        for metric, values in figures.items():
+            if not isinstance(values, list) or not all(_figure(v) for v in values):
+                return f"level {str(level)[:60]!r}: {str(metric)[:60]} is not a list of numbers"
+    return None
+
+
+def _figure(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        return False
+    return True
 
 
 def _write(path: Path, data: dict[str, Any], key: str) -> None:
     from ..baseline.store import write_baseline
 
-    write_baseline(path, {**data, "kind": BENCH_BASELINE_KIND, "key": key})  # atomic, scrubbed, the gate's file form
+    try:  # atomic, never through a link, scrubbed, the gate's file form
+        write_baseline(path, {**data, "kind": BENCH_BASELINE_KIND, "key": key}, what="benchmark baseline")
+    except _files.FileError as exc:
+        raise BenchBaselineError(str(exc)) from None

@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from ..secrets import clip
+
 MAX_HEAD = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024  # an answer's body, by default (``max_body``)
 CONNECT_TIMEOUT_S = 10.0
@@ -131,7 +133,7 @@ class _Connection(asyncio.Protocol):
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-            raise WireError(f"not an HTTP answer: {lines[0][:80]!r}")
+            raise WireError(f"not an HTTP answer: {clip(lines[0], 80)!r}")
         headers: dict[str, str] = {}
         for line in lines[1:]:
             name, sep, value = line.partition(":")
@@ -143,7 +145,7 @@ class _Connection(asyncio.Protocol):
             try:
                 self._length = int(headers["content-length"])
             except ValueError:
-                raise WireError(f"a Content-Length that is no number: {headers['content-length']!r}") from None
+                raise WireError(f"a Content-Length that is no number: {clip(headers['content-length'], 40)!r}") from None
         self._keep_alive = headers.get("connection", "").lower() != "close" and parts[0] != "HTTP/1.0"
         if self._length == 0 or self._answer.status in (204, 304):
             self._finish(self.clock())
@@ -198,7 +200,7 @@ class _Connection(asyncio.Protocol):
                 try:
                     size = int(text, 16)
                 except ValueError:
-                    raise WireError(f"a chunk size that is no hex number: {text[:20]!r}") from None
+                    raise WireError(f"a chunk size that is no hex number: {clip(repr(text), 24, one_line=False)}") from None
                 if size == 0:
                     self._last_chunk = True
                 else:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import __version__
+from .._files import DEFAULT_MAX_DEPTH, FileError, MiB, MissingFileError, check_nesting, read_text, write_text
 from ..errors import SpecError
 from ..facts import FACTS_FORMAT, Facts
 from ..secrets import scrub
@@ -87,32 +87,45 @@ def write_capture(target: Target, path: str | os.PathLike[str]) -> CaptureProven
     return CaptureProvenance.model_validate(data["provenance"])
 
 
-def read_capture(path: str | os.PathLike[str]) -> tuple[CaptureProvenance, Facts]:
+def read_capture(path: str | os.PathLike[str], *, what: str | None = None) -> tuple[CaptureProvenance, Facts]:
     """The provenance and facts of a capture file. A missing, unreadable, corrupt or
-    wrong-format file is a one-line :class:`SpecError` naming the file and what to do."""
-    return parse_capture(load_capture_json(path), str(path))
+    wrong-format file is a one-line :class:`SpecError` naming the file (as ``what``, default
+    ``capture file PATH``) and what to do."""
+    return parse_capture(load_capture_json(path, what=what), str(path))
 
 
-def load_capture_json(path: str | os.PathLike[str]) -> Any:
-    """The JSON of a capture file (not yet checked to be one)."""
+# A capture holds one host's HTTP answers, host facts and a bounded tail of log lines: tens to
+# hundreds of KiB. 64 MiB is far beyond a real one and still parses in memory at once.
+CAPTURE_CAP_BYTES = 64 * MiB
+# Captured HTTP bodies nest a few levels; the checks and the scrubber recurse once per level.
+CAPTURE_MAX_DEPTH = DEFAULT_MAX_DEPTH
+
+
+def load_capture_json(path: str | os.PathLike[str], *, what: str | None = None) -> Any:
+    """The JSON of a capture file (not yet checked to be one), read through
+    :func:`pytest_sglang._files.read_text`: a regular file (a FIFO, device or directory is one
+    line, and nothing blocks) of at most ``CAPTURE_CAP_BYTES`` (64 MiB) of UTF-8 JSON nested at
+    most ``CAPTURE_MAX_DEPTH`` (100) deep."""
     file = Path(path).expanduser()
     shown = str(path)
-    if file.is_dir():
-        raise SpecError(f"capture {shown} is a directory: give a capture file (pytest-sglang capture TARGET -o FILE writes one)")
-    if not file.exists():
-        where = "" if file.is_absolute() else f" (a relative path is read from the current directory, {Path.cwd()})"
-        raise SpecError(f"capture file {shown} does not exist{where}: write one with pytest-sglang capture TARGET -o {shown}")
+    what = what or f"capture file {shown}"
     try:
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SpecError(f"capture file {shown} is not text: a capture is JSON written by pytest-sglang capture") from None
-    except OSError as exc:
-        raise SpecError(f"capture file {shown} cannot be read ({exc.strerror or exc})") from None
+        text = read_text(file, cap_bytes=CAPTURE_CAP_BYTES, what=what)
+    except MissingFileError:
+        where = "" if file.is_absolute() else f" (a relative path is read from the current directory, {Path.cwd()})"
+        raise SpecError(f"capture file {shown} does not exist{where}: write one with pytest-sglang capture TARGET -o {shown}") from None
+    except FileError as exc:
+        if os.path.isdir(file):
+            raise SpecError(f"capture {shown} is a directory: give a capture file (pytest-sglang capture TARGET -o FILE writes one)") from None
+        if "UTF-8" in str(exc):
+            raise SpecError(f"capture file {shown} is not text: a capture is JSON written by pytest-sglang capture") from None
+        raise SpecError(f"{exc}: a capture is a JSON file written by pytest-sglang capture") from None
     if not text.strip():
         raise SpecError(f"capture file {shown} is empty: capture the host again")
+    check_nesting(text, what=what, limit=CAPTURE_MAX_DEPTH)
     try:
         return json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         line = getattr(exc, "lineno", None)
         at = f" at line {line}" if line else ""
         raise SpecError(f"capture file {shown} is not valid JSON{at} (truncated or edited?): capture the host again") from None
@@ -153,28 +166,11 @@ def safe_file_name(display: str) -> str:
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Written whole or not at all: a temporary file in the same folder, then renamed."""
-    if path.is_dir():
+    """Written whole or not at all, never through a symbolic link
+    (:func:`pytest_sglang._files.write_text`)."""
+    if path.is_dir() and not path.is_symlink():
         raise SpecError(f"{path} is a directory: give the capture file's name")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            os.chmod(tmp, 0o666 & ~_umask())  # as open() would create it (mkstemp makes it 0600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise SpecError(f"cannot write the capture {path} ({exc.strerror or exc})") from None
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    write_text(path, text, what="capture")
 
 
 def _scrubbed(obj: Any) -> Any:

@@ -67,7 +67,9 @@ def open_capture(spec: HostSpec | str, options: TargetOptions | None = None) -> 
     if spec.scheme != "replay":
         raise ValueError(f"open_capture needs a replay:FILE spec, not {spec.display}")
     options = options or TargetOptions()
-    provenance, captured = read_capture(Path(spec.host))
+    # read_capture reads through pytest_sglang._files.read_text: a regular file of at most
+    # 64 MiB (a FIFO or a device is refused at once, never read), JSON nested at most 100 deep.
+    provenance, captured = read_capture(Path(spec.host), what=spec.display)
     overrides = dict(captured.overrides)
     if options.sm is not None:
         overrides["sm"] = options.sm

@@ -1,14 +1,22 @@
 """Collect facts over HTTP: one ``requests`` session per target, connection reuse,
-timeouts, bounded retries on connection errors, and one-line errors for what goes wrong."""
+timeouts, bounded retries on connection errors, and one-line errors for what goes wrong.
+
+Every answer is read one way (:mod:`._body`): whole, by the protocol's framing (a
+Content-Length, chunks, or the connection's close), within the request's deadline (the status
+line and headers included) and within a cap on its size that depends on the endpoint."""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
+import traceback
+from datetime import timedelta
 from typing import Any
 
 import requests
-from requests.adapters import HTTPAdapter
+from requests.cookies import extract_cookies_to_jar
+from requests.hooks import dispatch_hook
 from urllib3.util.retry import Retry
 
 from .._text import one_line
@@ -16,11 +24,68 @@ from ..errors import AuthError, NotReadyError, TargetError
 from ..facts import ENDPOINTS, Endpoint, Facts
 from ..redact import MAX_DEPTH, TooDeep, redact_mapping
 from ..secrets import checked_api_key, scrub
+from ._body import BodyError, PacedAdapter, deadline, read_body
 
 REQUIRED = ("server_info",)
-# SGLang's largest answer (/server_info of 0.5.23) is about 30 KB; a body past this is not one.
+# The most of one answer's body pytest-sglang reads, by path (the query left out): SGLang's
+# largest configuration answer (/server_info of 0.5.23) is about 30 KB, its /metrics some
+# hundreds of KB on a large deployment; anything else (a /generate answer with logprobs) may
+# be large. A body past its cap is refused once the cap is passed, not read on.
 MAX_BODY = 64 * 1024 * 1024
+CONFIG_BODY = 4 * 1024 * 1024
+BODY_CAPS: dict[str, int] = {
+    **{path: CONFIG_BODY for paths in ENDPOINTS.values() for path in paths},
+    "/metrics": 16 * 1024 * 1024,
+    "/health": 1024 * 1024,
+    "/health_generate": 1024 * 1024,
+    "/ready": 1024 * 1024,
+}
 _REDIRECTS = (301, 302, 303, 307, 308)
+_REQUEST_ARGS = frozenset({"headers", "files", "data", "json", "params", "auth", "cookies", "hooks"})
+# What a server answered, when it was not HTTP: trying again would get the same again.
+_NOT_HTTP = ("BadStatusLine", "LineTooLong", "UnknownProtocol", "got more than", "InvalidHeader", "InvalidChunkLength")
+
+
+class _ScrubbedLog(logging.Filter):
+    """urllib3 logs what it could not parse of a server's headers (the unparsed lines
+    themselves, with a traceback): scrubbed, like every other text a server sent."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            record.msg = scrub(record.getMessage())
+            record.args = None
+            if record.exc_info:
+                record.exc_text = scrub("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
+                record.exc_info = None
+        except Exception:  # never lose a log record to its scrubbing
+            pass
+        return True
+
+
+for _logger in ("urllib3.connection", "urllib3.connectionpool", "urllib3.response"):
+    if not any(isinstance(f, _ScrubbedLog) for f in logging.getLogger(_logger).filters):
+        logging.getLogger(_logger).addFilter(_ScrubbedLog())
+
+
+def body_cap(path: str) -> int:
+    """The most of an answer from ``path`` that is read (:data:`BODY_CAPS`, else :data:`MAX_BODY`)."""
+    return BODY_CAPS.get(path.split("?", 1)[0], MAX_BODY)
+
+
+def _size(n: int) -> str:
+    for unit, size in (("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} bytes"
+
+
+def _clip(text: object, limit: int = 120) -> str:
+    """Text a server sent (or an error made from it) on one line, cut to ``limit``: scrubbed
+    whole first, so a cut never leaves part of a secret the whole text shows, then cut, then
+    scrubbed again (see :func:`pytest_sglang.secrets.scrub`)."""
+    full = scrub(str(text))
+    full = scrub(" ".join(full.split()))  # joining lines may join a secret's pieces
+    return scrub(one_line(full, limit))
 
 
 class HttpClient:
@@ -43,12 +108,14 @@ class HttpClient:
         self.session = requests.Session()
         self.session.verify = verify
         self.retries = retries
-        adapter = HTTPAdapter(max_retries=Retry(total=0, connect=0, read=0, status=0, other=0, raise_on_status=False), pool_connections=4, pool_maxsize=32)
+        adapter = PacedAdapter(max_retries=Retry(total=0, connect=0, read=0, status=0, other=0, raise_on_status=False), pool_connections=4, pool_maxsize=32)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         if self._api_key:
             self.session.headers["Authorization"] = f"Bearer {self._api_key}"
         self.session.headers["User-Agent"] = "pytest-sglang"
+        # Bodies as sent: a compressed body's size says nothing of what it expands to.
+        self.session.headers["Accept-Encoding"] = "identity"
 
     @property
     def has_api_key(self) -> bool:
@@ -61,33 +128,59 @@ class HttpClient:
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
 
-    def request(self, method: str, path: str, *, stream: bool = False, **kwargs: Any) -> requests.Response:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        stream: bool = False,
+        max_body: int | None = None,
+        retries: int | None = None,
+        **kwargs: Any,
+    ) -> requests.Response:
         """Any request to the server, with the session's auth and timeout; transport
         failures become one-line :class:`TargetError`.
 
-        Unless ``stream`` is set, the timeout bounds the whole request, body included: a server
-        that sends its headers and then a byte a second is cut off at the deadline. Redirects
-        are followed only within the target (same scheme, host and port)."""
-        deadline = time.monotonic() + self.timeout
-        kwargs.setdefault("timeout", self.timeout)
-        kwargs["allow_redirects"] = False
-        retries_left = self.retries if method in ("GET", "HEAD") else 0
+        Unless ``stream`` is set, the timeout bounds the whole request, the answer's status
+        line, headers and body included: a server that drips its answer a byte at a time is
+        cut off at the deadline. The body is read whole as HTTP frames it (to its
+        Content-Length, its last chunk, or the connection's close) and at most ``max_body``
+        bytes of it (by default :func:`body_cap` of the path). ``retries`` (by default the
+        client's) is how often a GET or HEAD whose connection could not be set up is tried
+        again. Redirects are followed only within the target (same scheme, host and port)."""
+        timeout = kwargs.pop("timeout", self.timeout)
+        kwargs.pop("allow_redirects", None)  # followed here, within the target only
+        kwargs.pop("stream", None)
+        send = {name: kwargs.pop(name) for name in ("proxies", "verify", "cert") if name in kwargs}
+        unknown = set(kwargs) - _REQUEST_ARGS
+        if unknown:
+            raise TypeError(f"request() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+        limit = float(timeout) if isinstance(timeout, (int, float)) else self.timeout
+        when = time.monotonic() + limit
+        cap = body_cap(path) if max_body is None else max_body
+        tries = self.retries if retries is None else retries
+        retries_left = tries if method in ("GET", "HEAD") else 0
         url = self.url(path)
         redirects = 0
         while True:
             try:
-                response = self.session.request(method, url, stream=True, **kwargs)
+                with deadline(None if stream else when):
+                    response = self._send(method, url, timeout, dict(kwargs), **send)
             except requests.ConnectionError as exc:
                 # Retry only failures to set up a connection (refused while restarting, a
-                # dropped keep-alive); never a timeout, which may mean the server is working.
-                timed_out = isinstance(exc, requests.Timeout) or "timed out" in str(exc).lower()
-                if retries_left == 0 or timed_out:
-                    raise TargetError(self._describe(exc, path)) from None
+                # dropped keep-alive); never a timeout, which may mean the server is working,
+                # nor an answer that is not HTTP, which would come again.
+                text = str(exc)
+                timed_out = isinstance(exc, requests.Timeout) or "timed out" in text.lower()
+                if retries_left == 0 or timed_out or any(mark in text for mark in _NOT_HTTP):
+                    raise TargetError(self._describe(exc, path, limit)) from None
                 retries_left -= 1
-                time.sleep(0.1 * (self.retries - retries_left))
+                time.sleep(0.1 * (tries - retries_left))
                 continue
             except requests.RequestException as exc:
-                raise TargetError(self._describe(exc, path)) from None
+                raise TargetError(self._describe(exc, path, limit)) from None
+            except Exception as exc:  # an error inside urllib3 or http.client that requests lets through
+                raise TargetError(f"{self.name}{path}: the answer could not be read ({_clip(type(exc).__name__ + ': ' + str(exc))})") from None
             if response.status_code in _REDIRECTS and response.headers.get("Location"):
                 response.close()
                 url = self._redirect_target(url, response.headers["Location"], path)
@@ -96,57 +189,65 @@ class HttpClient:
                     raise TargetError(f"{self.name}{path} redirects more than 3 times: check the --sglang-host path")
                 continue
             if not stream:
-                self._read_body(response, deadline, path)
-            return response
+                self._read_body(response, when, cap, path, limit)
+            hooks = response.request.hooks if response.request is not None else {}
+            return dispatch_hook("response", hooks, response)
+
+    def _send(self, method: str, url: str, timeout: Any, kwargs: dict[str, Any], proxies: Any = None, verify: Any = None, cert: Any = None) -> requests.Response:
+        """``Session.request`` without ``Session.send``'s redirect handling, which reads a
+        redirect's body whole (no cap) even when redirects are not followed: the request is
+        prepared as the session would, and handed to the adapter, streamed."""
+        request = requests.Request(method=method.upper(), url=url, **kwargs)
+        request.data = request.data or {}
+        request.params = request.params or {}
+        prepared = self.session.prepare_request(request)
+        # The session's verify given explicitly: requests lets REQUESTS_CA_BUNDLE override a
+        # session's own CA bundle (?verify=/path/ca.pem) when a request names none.
+        verify = self.session.verify if verify is None else verify
+        settings = self.session.merge_environment_settings(prepared.url, proxies or {}, True, verify, cert)
+        adapter = self.session.get_adapter(url=prepared.url or url)
+        start = time.perf_counter()
+        verify = True if settings["verify"] is None else settings["verify"]
+        response = adapter.send(prepared, stream=True, timeout=timeout, verify=verify, cert=settings["cert"], proxies=settings["proxies"])
+        response.elapsed = timedelta(seconds=time.perf_counter() - start)
+        extract_cookies_to_jar(self.session.cookies, prepared, response.raw)
+        return response
 
     def _redirect_target(self, url: str, location: str, path: str) -> str:
         from urllib.parse import urljoin, urlsplit
 
-        target = urljoin(url, location)
-        here, there = urlsplit(url), urlsplit(target)
+        try:
+            target = urljoin(url, location)
+            here, there = urlsplit(url), urlsplit(target)
+            there.port  # noqa: B018  (raises ValueError for a port that is not a number)
+        except ValueError:
+            raise TargetError(f"{self.name}{path} redirects to something that is not an address ({_clip(location, 80)!r})") from None
         if (here.scheme, here.netloc) != (there.scheme, there.netloc):
-            shown = f"{there.scheme}://{there.hostname or '?'}" + (f":{there.port}" if there.port else "") + there.path
+            # netloc, not hostname: the host as the server wrote it (hostname lower-cases it,
+            # and a secret in it would no longer be seen as one), without any user:password@
+            shown = f"{there.scheme}://{there.netloc.rpartition('@')[2]}{there.path}"
             raise TargetError(
-                f"{self.name}{path} redirects to another host ({scrub(shown)}): pytest-sglang reads only the server it is "
+                f"{self.name}{path} redirects to another host ({_clip(shown, 100)}): pytest-sglang reads only the server it is "
                 "given; give that address as --sglang-host if it is the SGLang server"
             )
         return target
 
-    def _read_body(self, response: requests.Response, deadline: float, path: str) -> None:
-        """Read the whole body by ``deadline`` (each socket read waits at most what is left)."""
-        sock = _socket_of(response)
-        chunks: list[bytes] = []
-        size = 0
+    def _read_body(self, response: requests.Response, when: float, cap: int, path: str, limit: float) -> None:
+        """Read the whole body (:func:`._body.read_body`) into ``response``, as requests would."""
+        where = f"{self.name}{path}"
         try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TargetError(
-                        f"{self.name}{path} did not finish its answer within {self.timeout:g}s: "
-                        "raise --sglang-timeout or check the server is not stuck"
-                    )
-                if sock is not None:
-                    sock.settimeout(max(left, 0.001))
-                # read1: what has arrived (read would wait for all 64 KiB, however slowly it drips)
-                chunk = response.raw.read1(65536, decode_content=True) if hasattr(response.raw, "read1") else response.raw.read(65536, decode_content=True)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > MAX_BODY:
-                    raise TargetError(f"{self.name}{path} answered more than {MAX_BODY // 2**20} MiB: this is not an SGLang configuration answer")
-        except TargetError:
-            response.close()
-            raise
-        except Exception as exc:  # a socket timeout or a broken connection inside urllib3
-            response.close()
-            if "timed out" in str(exc).lower() or isinstance(exc, TimeoutError):
+            content = read_body(response.raw, cap=cap, when=when)
+        except BodyError as exc:
+            if exc.kind == "deadline":
                 raise TargetError(
-                    f"{self.name}{path} did not finish its answer within {self.timeout:g}s: "
-                    "raise --sglang-timeout or check the server is not stuck"
+                    f"{where} did not finish its answer within {limit:g}s: raise --sglang-timeout or check the server is not stuck"
                 ) from None
-            raise TargetError(f"{self.name}{path}: the answer broke off ({scrub(one_line(type(exc).__name__ + ': ' + str(exc)))})") from None
-        response._content = b"".join(chunks)  # what requests itself sets once a body is read
+            if exc.kind == "cap":
+                raise TargetError(f"{where} answered more than {_size(cap)} (the cap for {path.split('?', 1)[0]}): this is not an SGLang answer") from None
+            if exc.kind == "framing":
+                raise TargetError(f"{where}: the answer is not well-formed HTTP ({_clip(exc.detail)}): is this an SGLang server?") from None
+            raise TargetError(f"{where}: the answer broke off ({_clip(exc.detail)})") from None
+        response._content = content  # what requests itself sets once a body is read
         response._content_consumed = True  # type: ignore[attr-defined]
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
@@ -158,39 +259,42 @@ class HttpClient:
     def close(self) -> None:
         self.session.close()
 
-    def _describe(self, exc: Exception, path: str) -> str:
+    def _describe(self, exc: Exception, path: str, limit: float | None = None) -> str:
         where = f"{self.name}{path}"
         text = str(exc)
+        seconds = self.timeout if limit is None else limit
         if isinstance(exc, requests.exceptions.SSLError):
             return f"TLS error talking to {where}: check https:// vs http:// and the certificate"
         if isinstance(exc, requests.Timeout) or "ReadTimeoutError" in text or "Read timed out" in text:
-            return f"{where} did not answer within {self.timeout:g}s: raise --sglang-timeout or check the server is not stuck"
+            return f"{where} did not answer within {seconds:g}s: raise --sglang-timeout or check the server is not stuck"
         if isinstance(exc, requests.ConnectionError):
             if "Name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text or "NameResolution" in text:
                 return f"cannot resolve the host name of {self.name}: check the --sglang-host spelling"
             if "refused" in text.lower():
                 return f"cannot connect to {self.name} (connection refused): is the SGLang server running, and is the port right?"
-            if "RemoteDisconnected" in text or "Connection aborted" in text or "BadStatusLine" in text:
+            if any(mark in text for mark in _NOT_HTTP):
+                return f"{where} answered something that is not HTTP: is this an SGLang HTTP port?"
+            if "RemoteDisconnected" in text or "Connection aborted" in text:
                 return f"{where} closed the connection without an HTTP answer: is this an SGLang HTTP port?"
-            return f"cannot connect to {self.name}: {scrub(one_line(text))}"
-        return f"request to {where} failed: {scrub(one_line(text))}"
+            return f"cannot connect to {self.name}: {_clip(text)}"
+        return f"request to {where} failed: {_clip(text)}"
 
     # ---- readiness ------------------------------------------------------------------------
     def wait_ready(self, seconds: float) -> None:
         """Poll ``/health`` until 200. Connection refused (weights loading) and 503 (warm-up)
         are normal while starting; anything else is reported once the time is up."""
-        deadline = time.monotonic() + seconds
+        until = time.monotonic() + seconds
         delay = 0.05
         last = "no answer yet"
         while True:
             try:
-                response = self.session.get(self.url("/health"), timeout=min(self.timeout, max(seconds, 0.5)))
+                response = self.request("GET", "/health", retries=0, timeout=min(self.timeout, max(seconds, 0.5)))
                 if response.status_code == 200:
                     return
                 last = f"/health answered {response.status_code}"
-            except requests.RequestException as exc:
-                last = self._describe(exc, "/health")
-            if time.monotonic() + delay > deadline:
+            except TargetError as exc:
+                last = str(exc)
+            if time.monotonic() + delay > until:
                 raise NotReadyError(f"{self.name} was not ready within {seconds:g}s (--sglang-wait-ready); last: {last}")
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)
@@ -210,7 +314,7 @@ class HttpClient:
                 last = Endpoint(path=path, status=404, error="not found", elapsed_ms=elapsed)
                 continue
             if response.status_code != 200:
-                return Endpoint(path=path, status=response.status_code, error=scrub(one_line(response.text)) or f"HTTP {response.status_code}", elapsed_ms=elapsed)
+                return Endpoint(path=path, status=response.status_code, error=_clip(_text(response)) or f"HTTP {response.status_code}", elapsed_ms=elapsed)
             try:
                 body = redact_mapping(json.loads(response.content))
             except (TooDeep, RecursionError):
@@ -219,7 +323,7 @@ class HttpClient:
                 return Endpoint(
                     path=path,
                     status=200,
-                    error=f"the body is not JSON (starts {scrub(one_line(response.text, 40))!r})",
+                    error=f"the body is not JSON (starts {_clip(_text(response), 40)!r})",
                     elapsed_ms=elapsed,
                 )
             return Endpoint(path=path, status=200, body=body, elapsed_ms=elapsed)
@@ -252,10 +356,14 @@ def collect_http(client: HttpClient, *, target: str, origin: str = "http", overr
     return Facts(target=target, origin=origin, base_url=client.base_url, endpoints=endpoints, overrides=overrides or {})  # type: ignore[arg-type]
 
 
-
-
-def _socket_of(response: requests.Response) -> Any:
-    """The socket under a streamed response (urllib3 2 over http.client), or None."""
-    fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
-    raw = getattr(fp, "raw", None)
-    return getattr(raw, "_sock", None)
+def _text(response: requests.Response) -> str:
+    """The body as text for a message, never failing: in its declared charset if that reads
+    it, else UTF-8 if that does, else Latin-1 (a byte a character, so a key echoed in any
+    ASCII-compatible encoding stays whole, and scrubbable)."""
+    content = response.content or b""
+    for codec in dict.fromkeys(c for c in (response.encoding, "utf-8") if c):
+        try:
+            return content.decode(codec)
+        except (LookupError, UnicodeError, TypeError, ValueError):
+            continue
+    return content.decode("latin-1")

@@ -109,6 +109,10 @@ def _list_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+# A launch file is a shell script, a systemd unit, a compose file or a pod spec: KiB, not MiB.
+LAUNCH_FILE_CAP_BYTES = 4 * 1024 * 1024
+
+
 def _launch_text(args: argparse.Namespace) -> str | None:
     if args.launch is not None and args.launch_file is not None:
         raise SpecError("give --launch or --launch-file, not both")
@@ -119,14 +123,21 @@ def _launch_text(args: argparse.Namespace) -> str | None:
     if args.launch_file is None:
         return None
     if args.launch_file == "-":
-        return sys.stdin.read()
+        text = sys.stdin.read(LAUNCH_FILE_CAP_BYTES + 1)
+        if len(text) > LAUNCH_FILE_CAP_BYTES:
+            raise SpecError(f"--launch-file -: standard input holds more than the {LAUNCH_FILE_CAP_BYTES // (1024 * 1024)} MiB a launch file may be: is it the right input?")
+        return text
+    # Read through pytest_sglang._files.read_text: a regular file only (a FIFO or a device is
+    # refused at once, never read), at most LAUNCH_FILE_CAP_BYTES of UTF-8.
+    from .._files import FileError, MissingFileError, read_text
+
     path = Path(args.launch_file)
     try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"--launch-file {path}: cannot be read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise SpecError(f"--launch-file {path}: is not text") from None
+        return read_text(path, cap_bytes=LAUNCH_FILE_CAP_BYTES, what=f"--launch-file {path}")
+    except MissingFileError:
+        raise SpecError(f"--launch-file {path}: cannot be read (No such file or directory)") from None
+    except FileError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def _startup_text(args: argparse.Namespace) -> tuple[str, str] | None:

@@ -59,8 +59,9 @@ def text(explanation: Explanation, *, verbose: bool = False, width: int = 100, a
 
 
 def _clip(line: str, limit: int) -> str:
-    line = " ".join(line.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    from ..secrets import clip
+
+    return clip(line, limit)
 
 
 def markdown(explanation: Explanation) -> str:

@@ -24,7 +24,7 @@ import pytest
 
 from ..checks import CHECK_PROPERTY, session_state
 from ..errors import SGLangError
-from ..secrets import scrub, scrub_object
+from ..secrets import clip, scrub, scrub_object
 from .text import shorten
 
 if TYPE_CHECKING:
@@ -269,7 +269,7 @@ def _findings(target: Target) -> tuple[list[dict[str, Any]], str | None]:
 
         explanation = explain(target)
     except Exception as exc:  # the report still has everything else about the host
-        return [], f"explain failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        return [], f"explain failed: {type(exc).__name__}: {clip(str(exc), 200)}"
     return [_json_value({k: getattr(f, k) for k in FINDING_FIELDS}) for f in explanation.findings], None
 
 
@@ -495,11 +495,12 @@ def build_report(config: pytest.Config, entries: list[dict[str, Any]], collect_e
 
 
 def _write(path: Path, text: str) -> str | None:
+    from .._files import FileError, write_text
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(scrub(text), encoding="utf-8")
-        tmp.replace(path)
+        write_text(path, scrub(text), what="report")
+    except FileError as exc:
+        return str(exc)
     except OSError as exc:
         return f"could not write the report {path}: {exc.strerror or exc}"
     return None

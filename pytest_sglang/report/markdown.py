@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..secrets import scrub
 from .build import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, baseline_diffs, bench_name, short_name, summary_line
 from .text import shorten, shorten_front
 
@@ -33,7 +34,7 @@ def _host(value: Any, limit: int = 48) -> str:
 
 def _code(value: Any, limit: int = 40) -> str:
     text = json.dumps(value, default=str) if not isinstance(value, str) else value
-    text = shorten(text.replace("`", "'"), limit)
+    text = shorten(scrub(text).replace("`", "'"), limit)  # scrubbed before a key's backtick changes
     return f"`{text}`"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import subprocess
@@ -71,3 +72,22 @@ def start_simulator(
         detail = detail.removeprefix("error: ")
         raise TargetError(f"simulator sim://{profile} did not start: {detail}")
     return SimProcess(profile=profile, url=match.group(1), process=process)
+
+
+def unknown_profile(name: str) -> str | None:
+    """Why ``sim://NAME`` names no bundled profile (with the closest names), or None when it
+    names one or is a profile file (``.json``). The bundled profiles are known without starting
+    anything, so a misspelt name is one usage error before the run, not an error per test."""
+    if name.endswith(".json"):
+        return None
+    from .profile import bundled_profiles
+
+    known = bundled_profiles()
+    if name in known:
+        return None
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(f'sim://{c}' for c in close)}?)" if close else ""
+    return (
+        f"--sglang-host sim://{name}: unknown simulator profile {name!r}{hint}; bundled profiles: {', '.join(known)} "
+        "(or a profile file: sim:///path/to/profile.json)"
+    )

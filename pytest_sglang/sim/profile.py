@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._files import FileError, MiB, MissingFileError, check_nesting, read_text
 from ..errors import SpecError
 from ..facts import SERVER_INFO_EXTRA_KEYS
 from ..versions import parse_version
@@ -402,13 +403,31 @@ def bundled_profiles() -> list[str]:
     return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
 
 
+# A profile is a few KiB; a capture given as a profile (sim://capture.json) may be as large as a
+# capture file may be (pytest_sglang.capture.files.CAPTURE_CAP_BYTES).
+PROFILE_CAP_BYTES = 64 * MiB
+
+
+def _read_profile_file(path: Path, shown: str) -> str:
+    """A profile (or capture) file's text through :func:`pytest_sglang._files.read_text`: a
+    regular file only (a FIFO or a device is refused at once, never read), at most
+    ``PROFILE_CAP_BYTES`` (64 MiB) of UTF-8, JSON nested at most 100 deep."""
+    what = f"simulator profile file {shown}"
+    try:
+        text = read_text(path, cap_bytes=PROFILE_CAP_BYTES, what=what)
+    except MissingFileError:
+        raise SpecError(f"simulator profile file {shown} does not exist") from None
+    except FileError as exc:
+        raise SpecError(str(exc)) from None
+    check_nesting(text, what=what)
+    return text
+
+
 def load_profile(name_or_path: str) -> Profile:
     """A bundled profile by name, or a profile JSON file by path."""
     if name_or_path.endswith(".json"):
         path = Path(name_or_path)
-        if not path.is_file():
-            raise SpecError(f"simulator profile file {name_or_path} does not exist")
-        text = path.read_text()
+        text = _read_profile_file(path, name_or_path)
         where = str(path)
     else:
         names = bundled_profiles()
@@ -418,7 +437,7 @@ def load_profile(name_or_path: str) -> Profile:
         where = name_or_path
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise SpecError(f"simulator profile {where} is not valid JSON: {exc}") from None
     if isinstance(data, dict) and str(data.get("format", "")).startswith("pytest-sglang-capture/"):
         from ..capture.profile import profile_from_capture  # a capture becomes a simulated deployment

@@ -11,6 +11,7 @@ each threshold is what it is.
 from __future__ import annotations
 
 import datetime
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,18 +128,31 @@ def _describe(target: Target) -> str:
 
 
 def write(starter: Starter, directory: Path, *, force: bool = False) -> list[Path]:
-    """Write the files; an existing file is kept unless ``force`` (say which)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    existing = [directory / name for name in starter.files if (directory / name).exists()]
+    """Write the files; an existing file is kept unless ``force`` (say which). Each file is
+    written whole or not at all and never through a symbolic link
+    (:func:`pytest_sglang._files.write_text`); without ``force`` nothing is written when any of
+    them exists, and a file that appears meanwhile is kept too."""
+    from .._files import FileExistsRefused, write_text
+
+    if directory.exists() and not directory.is_dir():
+        raise SpecError(f"{directory} is a file, not a directory: init writes a suite of several files into a directory; give a new or empty one")
+    existing = [directory / name for name in starter.files if os.path.lexists(directory / name)]
     if existing and not force:
-        raise SpecError(f"{existing[0]} exists: choose an empty directory or pass --force to overwrite")
+        raise SpecError(exists_line(existing[0]))
     written = []
     for name, text in starter.files.items():
         path = directory / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        try:
+            write_text(path, text, what="starter file", overwrite=force)
+        except FileExistsRefused:
+            raise SpecError(exists_line(path)) from None
         written.append(path)
     return written
+
+
+def exists_line(path: Path) -> str:
+    """What ``init`` says about a file it keeps."""
+    return f"{path} exists: choose an empty directory or pass --force to overwrite"
 
 
 def suite_values(target: Target) -> dict[str, Any]:
