@@ -168,3 +168,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.fixture
+def captured(monkeypatch):  # type: ignore[no-untyped-def]
+    """Each benchmark level's request records, as the load generator hands them to the
+    statistics (``list[list[RequestRecord]]``)."""
+    import pytest_sglang.bench.load as load_module
+
+    levels: list = []
+    real = load_module.level_result
+
+    def keep(name, records, **kwargs):  # type: ignore[no-untyped-def]
+        levels.append(list(records))
+        return real(name, records, **kwargs)
+
+    monkeypatch.setattr(load_module, "level_result", keep)
+    return levels

@@ -39,20 +39,6 @@ def quiet(**kwargs: Any) -> LoadSpec:
     return load_spec(**kwargs)
 
 
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> list[list[RequestRecord]]:
-    """Each level's request records, as the generator hands them to the statistics."""
-    levels: list[list[RequestRecord]] = []
-    real = load_module.level_result
-
-    def keep(name: str, records: Any, **kwargs: Any) -> Any:
-        levels.append(list(records))
-        return real(name, records, **kwargs)
-
-    monkeypatch.setattr(load_module, "level_result", keep)
-    return levels
-
-
 # ---- a server that answers what a test tells it -------------------------------------------
 
 

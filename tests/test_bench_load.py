@@ -70,20 +70,6 @@ def keyed() -> Iterator[SimProcess]:
     sim.stop()
 
 
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> list[list[RequestRecord]]:
-    """Each level's request records, as the generator hands them to the statistics."""
-    levels: list[list[RequestRecord]] = []
-    real = load_module.level_result
-
-    def keep(name: str, records: Any, **kwargs: Any) -> Any:
-        levels.append(list(records))
-        return real(name, records, **kwargs)
-
-    monkeypatch.setattr(load_module, "level_result", keep)
-    return levels
-
-
 def prompt_tokens_served(url: str) -> float:
     """The server's own count of prompt tokens of finished requests (a /metrics counter)."""
     text = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
