@@ -39,6 +39,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _ci_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts with ``CI`` unset, whether the suite runs on a laptop or under CI: the
+    plugin refuses baseline updates and fails undecided benchmarks when ``CI`` is set, so a test
+    that means the CI behaviour sets ``CI`` itself, and no test depends on where it runs."""
+    monkeypatch.delenv("CI", raising=False)
+
+
 REAL_TIER = "tests/real_sglang/"
 
 
