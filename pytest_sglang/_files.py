@@ -12,7 +12,8 @@ Outputs go through :func:`write_text`: the text goes to a temporary file created
 (``O_CREAT|O_EXCL|O_NOFOLLOW``, a random name) in the target's own folder, is fsynced and then
 renamed over the target, so the write is whole or absent and a planted symbolic link can
 redirect nothing. A symbolic link or any non-regular file where the target is expected is
-refused in one line. :func:`locked` takes an exclusive lock on a lock file opened without
+refused in one line. :func:`append_text` adds to a file without truncating it and without
+following a link. :func:`locked` takes an exclusive lock on a lock file opened without
 truncation and without following a link.
 
 Every error is a :class:`FileError` (a :class:`~pytest_sglang.errors.SpecError`): one line,
@@ -30,6 +31,7 @@ import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .errors import SpecError
 
@@ -38,6 +40,10 @@ __all__ = [
     "MissingFileError",
     "FileExistsRefused",
     "read_text",
+    "read_bytes",
+    "read_stream",
+    "check_regular",
+    "append_text",
     "check_nesting",
     "write_text",
     "locked",
@@ -107,7 +113,7 @@ def _reason(exc: OSError) -> str:
 # ---- reading -------------------------------------------------------------------------------------
 
 
-def read_text(path: str | os.PathLike[str], *, cap_bytes: int, what: str, errors: str = "strict") -> str:
+def read_text(path: str | os.PathLike[str], *, cap_bytes: int, what: str, errors: str = "strict", follow: bool = True) -> str:
     """The text of the regular file ``path``, at most ``cap_bytes`` long, decoded as UTF-8.
 
     ``what`` names the file in messages (``"replay:/dev/zero"``, ``"baseline b/KEY.json"``).
@@ -116,18 +122,43 @@ def read_text(path: str | os.PathLike[str], *, cap_bytes: int, what: str, errors
     device)"``: checked before opening, and again on the open descriptor, which is opened with
     ``O_NONBLOCK`` so a FIFO swapped in cannot block), a file larger than ``cap_bytes`` (from
     ``fstat`` before reading, and while reading, for a file that grows), and text that is not
-    UTF-8 (with ``errors="strict"``; ``"replace"`` keeps going with U+FFFD)."""
-    p = os.fspath(path)
+    UTF-8 (with ``errors="strict"``; ``"replace"`` keeps going with U+FFFD). ``follow=False``
+    refuses a symbolic link instead of reading through it."""
+    data = read_bytes(path, cap_bytes=cap_bytes, what=what, follow=follow)
     try:
-        before = os.stat(p)
+        return data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FileError(f"{what} is not UTF-8 text (line {line}: byte 0x{data[exc.start]:02x})") from None
+
+
+def check_regular(path: str | os.PathLike[str], *, what: str, cap_bytes: int | None = None, follow: bool = True) -> os.stat_result:
+    """Refuse, in one :class:`FileError` line, a ``path`` that another library is about to open
+    (an SSH key, a known_hosts file): missing (:class:`MissingFileError`), not a regular file
+    (a FIFO would block its reader, ``/dev/zero`` would feed it forever), or larger than
+    ``cap_bytes``. Returns its ``stat``. A link to a regular file is a regular file here,
+    unless ``follow`` is False (then the link itself is refused)."""
+    try:
+        st = os.stat(os.fspath(path), follow_symlinks=follow)
     except FileNotFoundError:
         raise MissingFileError(f"{what} does not exist") from None
     except OSError as exc:
         raise FileError(f"{what} cannot be read ({_reason(exc)})") from None
-    if not stat.S_ISREG(before.st_mode):
-        raise FileError(f"{what} is not a regular file ({kind_of(before.st_mode)})")
+    if not stat.S_ISREG(st.st_mode):
+        raise FileError(f"{what} is not a regular file ({kind_of(st.st_mode)})")
+    if cap_bytes is not None and st.st_size > cap_bytes:
+        raise FileError(f"{what} is {_size(st.st_size)}, over the {_size(cap_bytes)} this file may be: is it the right file?")
+    return st
+
+
+def read_bytes(path: str | os.PathLike[str], *, cap_bytes: int, what: str, follow: bool = True) -> bytes:
+    """The bytes of the regular file ``path``, at most ``cap_bytes`` of them: :func:`read_text`
+    without the decoding, refusing the same things in the same lines. With ``follow=False`` a
+    symbolic link is refused, not read through (a file only pytest-sglang writes)."""
+    p = os.fspath(path)
+    check_regular(p, what=what, follow=follow)
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC)
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC | (0 if follow else _O_NOFOLLOW))
     except FileNotFoundError:
         raise MissingFileError(f"{what} does not exist") from None
     except OSError as exc:
@@ -150,11 +181,17 @@ def read_text(path: str | os.PathLike[str], *, cap_bytes: int, what: str, errors
         raise FileError(f"{what} cannot be read ({_reason(exc)})") from None
     finally:
         os.close(fd)
-    try:
-        return bytes(data).decode("utf-8", errors=errors)
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise FileError(f"{what} is not UTF-8 text (line {line}: byte 0x{data[exc.start]:02x})") from None
+    return bytes(data)
+
+
+def read_stream(stream: Any, *, cap_chars: int, what: str) -> str:
+    """At most ``cap_chars`` characters of a text stream (standard input), refusing more in one
+    :class:`FileError` line: a pipe fed from ``/dev/zero`` ends with an error, not with all
+    memory taken. The stream itself may still wait for its writer, as any reader of it does."""
+    text = str(stream.read(cap_chars + 1))
+    if len(text) > cap_chars:
+        raise FileError(f"{what} holds more than the {_size(cap_chars)} it may be")
+    return text
 
 
 def nesting_too_deep(text: str, limit: int = DEFAULT_MAX_DEPTH) -> int | None:
@@ -313,6 +350,34 @@ def write_text(path: str | os.PathLike[str], text: str, *, what: str, overwrite:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dfd)
         os.close(dfd)
+    return target
+
+
+def append_text(path: str | os.PathLike[str], text: str, *, what: str) -> Path:
+    """Add ``text`` (UTF-8) at the end of ``path``, created if missing, never truncated: for a
+    log several processes add lines to. Opened ``O_WRONLY|O_APPEND|O_CREAT|O_NOFOLLOW|
+    O_NONBLOCK`` (a planted symbolic link is refused, not followed; a FIFO does not block) and
+    checked to be a regular file on the open descriptor before a byte is written; with
+    ``O_APPEND`` each write lands at the end, whoever else appends. Returns the path."""
+    target = Path(path)
+    _make_folder(target.parent, what, target)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | os.O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC
+    try:
+        fd = os.open(target, flags, 0o644)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            with contextlib.suppress(OSError):
+                _refuse_unless_regular(target, os.lstat(target), what)
+        raise FileError(f"cannot write the {what} {target} ({_reason(exc)})") from None
+    try:
+        _refuse_unless_regular(target, os.fstat(fd), what)
+        view = memoryview(text.encode("utf-8"))
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:
+        raise FileError(f"cannot write the {what} {target} ({_reason(exc)})") from None
+    finally:
+        os.close(fd)
     return target
 
 

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ._shell import ShellSyntaxError, simple_commands
+from .secrets import clip
 
 MAX_TEXT = 256 * 1024  # characters
 MAX_ITEMS = 10_000  # words in one list
@@ -277,8 +278,7 @@ def _python_words(node: ast.expr, notes: list[str]) -> list[str]:
 
 
 def _shown(text: str, *, quote: bool = True) -> str:
-    one = " ".join(text.split())
-    one = one if len(one) <= 60 else one[:60] + "..."
+    one = clip(text, 63, ellipsis="...")
     return repr(one) if quote else one
 
 

@@ -32,12 +32,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0, at most a day, checked as pytest's
+    ``--sglang-timeout`` is (:func:`~pytest_sglang.options.checked_number`); a bad value is
+    argparse's one-line usage error naming the option, exit 2."""
+    from .options import MAX_SECONDS, NumberProblem, checked_number
+
+    try:
+        return float(checked_number(text, maximum=MAX_SECONDS))
+    except NumberProblem as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_target_options(parser: argparse.ArgumentParser, *, host_access: bool = True, sm: bool = True) -> None:
     """The options every subcommand that reads a target takes, in one place: the api key comes
     only from the environment, never the command line (where shells and process lists keep it)."""
     g = parser.add_argument_group("reading a target")
     g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the api key (default SGLANG_API_KEY)")
-    g.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-request timeout (default 10)")
+    g.add_argument("--timeout", type=seconds, default=10.0, metavar="SECONDS", help="per-request timeout, a positive number of seconds (default 10)")
     if sm:
         g.add_argument("--sm", metavar="SM", help="GPU compute capability when the target cannot tell, e.g. 120 or 12.0")
     if host_access:

@@ -29,8 +29,9 @@ from ._argv import ENV_ASSIGNMENT, option_like
 from ._listforms import ListForm, read_list_form
 from ._shell import ShellSyntaxError, simple_commands, split_words
 from .errors import SpecError
-from .redact import MAX_COMMAND, REDACTED, command_secrets, is_refused_command, is_secret_env, is_secret_flag, is_secret_key, redact_command_all, scrub, secret_values
+from .redact import MAX_COMMAND, REDACTED, is_refused_command, is_secret_env, is_secret_flag, is_secret_key, redact_command_all, scrub, secret_values, word_secrets
 from .secrets import forms
+from .secrets import clip
 from .versions import nearest_release, parse_version
 
 # SGLang's own flag tables, one per release, each the argparse parser of that release
@@ -157,13 +158,11 @@ def _table_for(version: str | None, *, strict: bool) -> tuple[str, str | None]:
 
 def _text(version: object) -> str:
     """A version as text for a one-line message (whatever a server or a caller handed over)."""
-    text = " ".join(str(version).split())
-    return text if len(text) <= 40 else text[:40] + "..."
+    return clip(version, 43, ellipsis="...")
 
 
 def _shown(version: object) -> str:
-    text = str(version)
-    return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
+    return clip(repr(str(version)), 46, ellipsis="...", one_line=False)
 
 
 @dataclass
@@ -208,8 +207,7 @@ class LaunchCommand:
             raise SpecError(f"the launch command cannot be read: {self.read_error}")
         placeholder = all(word in _PLACEHOLDERS for word in self.argv)
         if placeholder or (self.entrypoint is None and not self.requested and not self.unknown):
-            shown = " ".join(self.text.split())
-            shown = shown if len(shown) <= 60 else shown[:60] + "..."
+            shown = clip(self.text, 63, ellipsis="...")
             raise SpecError(
                 f"the launch command {shown!r} has no SGLang arguments: give the whole command, "
                 "e.g. 'python -m sglang.launch_server --model-path MODEL --tp 2'"
@@ -437,8 +435,9 @@ def parse_launch_command(
     # with more secret values than any real one has is refused instead (each would be searched
     # for in every message: time quadratic in the command's length).
     hidden = secret_values(argv, not_secret=lambda flag: _known_not_secret(table, flag))
-    # ... and in a word that is itself a command ('sh -c "... --api-key X"', a value with spaces)
-    hidden += [value for word in argv if len(word.split()) > 1 for value in command_secrets(word)]
+    # ... and in a word that is itself a command ('sh -c "... --api-key X"', a value with
+    # spaces), or a JSON value with credential keys ('{"hf_token": "hf_..."}')
+    hidden += [value for word in argv for value in word_secrets(word)]
     if len(set(hidden)) > MAX_SECRET_VALUES:
         note = f"it gives {len(set(hidden))} different values to secret flags (--api-key, --hf-token, ...), more than the {MAX_SECRET_VALUES} a launch command is read with: it is not read"
         result.problems, result.read_error = [note], note
@@ -465,7 +464,7 @@ def parse_launch_command(
         hide = _Hider(hidden)
         result.text, result.argv = hide(result.text), [hide(word) for word in result.argv]  # '--other-flag X' as well
         result.problems = [hide(problem) for problem in result.problems]
-        result.unknown = {flag: _scrubbed(value, hide) for flag, value in result.unknown.items()}
+        result.unknown = {hide(flag): _scrubbed(value, hide) for flag, value in result.unknown.items()}  # '--api-key -abc...': a "flag"
         result.requested = {name: _scrubbed(value, hide) for name, value in result.requested.items()}
     return result
 
@@ -592,7 +591,7 @@ def _load_config(path: str, loader: Callable[[str], Mapping[str, Any]], result: 
         result.problems.append(f"--config {path}: no such file: SGLang refuses to start (Config file not found)")
         return None
     except Exception as exc:  # a loader's YAML error, a permission error: the user's to see
-        result.problems.append(f"--config {path} cannot be read ({' '.join(str(exc).split())[:200]}): SGLang refuses to start")
+        result.problems.append(f"--config {path} cannot be read ({clip(str(exc), 200)}): SGLang refuses to start")
         return None
     if mapping is None:
         return {}

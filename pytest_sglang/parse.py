@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import ParseError
+from .secrets import clip
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _START = re.compile(r"server_args=(ServerArgs\(|\{)")
@@ -89,7 +90,7 @@ def parse_startup_line(text: str) -> StartupLine:
     text = clean_line(text)
     match = _START.search(text)
     if match is None:
-        snippet = " ".join(text.split())[:60]
+        snippet = clip(text, 60, ellipsis="...")
         raise ParseError(f"no 'server_args=ServerArgs(' or 'server_args={{' in the text (starts {snippet!r})")
     head = text[: match.start()]
     line_start = head.rfind("\n") + 1

@@ -8,11 +8,13 @@ parsed, stored, rendered or written, so no later step can leak them.
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 import shlex
 from typing import Any, Iterable
 
-from ._argv import ENV_ASSIGNMENT, option_like
+from ._argv import ENV_ASSIGNMENT
 from ._shell import split_words
 from .secrets import MIN_LENGTH, REDACTED, forms, note_found
 from .secrets import scrub as _scrub
@@ -216,6 +218,23 @@ def command_secrets(command: str) -> list[str]:
     return found
 
 
+def word_secrets(word: str) -> list[str]:
+    """The secrets one argv word holds: the strings under credential keys of a JSON (or Python
+    dict) value (``{"hf_token": "..."}``), and the values of secret flags in a command inside
+    it or inside a word with spaces (``sh -c "... --api-key X"``)."""
+    found: list[str] = []
+    if _holds_mapping(word):
+
+        def removed(value: str) -> None:
+            note_found(value)
+            found.append(value)
+
+        _redact_mapping_text(word, 0, removed)
+    elif len(word.split()) > 1:
+        _redact_command(word, 1, found)
+    return found
+
+
 def _redact_command(command: str, depth: int, found: list[str] | None) -> str:
     def removed(value: str) -> None:
         note_found(value)
@@ -239,6 +258,8 @@ def _redact_command(command: str, depth: int, found: list[str] | None) -> str:
         elif ENV_ASSIGNMENT.match(word) and ENV_ASSIGNMENT.match(value) and is_secret_env(value.partition("=")[0]):
             removed(value.partition("=")[2])  # systemd's Environment=HF_TOKEN=X
             out.append(f"{name}={value.partition('=')[0]}={REDACTED}")
+        elif _holds_mapping(word):  # --json-model-override-args '{"hf_token": "..."}'
+            out.append(_redact_mapping_text(word, depth, removed))
         elif depth < 3 and len(word.split()) > 1 and ("-" in word or "=" in word):
             out.append(_Embedded(_redact_command(word, depth + 1, found)))  # sh -c "...", a wrapper's argument
         else:
@@ -253,10 +274,22 @@ class _Embedded(str):
         return super().__new__(cls, shlex.quote(text))
 
 
+# A word spelt as a flag is (``--port``, ``--tp-size=2``): lower-case words joined by '-' or '_'.
+_FLAG_SHAPED = re.compile(r"--[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*(?:=.*)?", re.S)
+
+
+def _value_of_secret_flag(word: str) -> bool:
+    """Whether the word after a secret flag is taken as its value (and hidden): any word but
+    ``--`` and one spelt as a flag is. argparse refuses ``--api-key -abc123secret`` (a value
+    that looks like an option), but the text still holds the key: it is hidden all the same,
+    while ``--api-key --port 30000`` (a key left out) keeps ``--port``."""
+    return word != "--" and not _FLAG_SHAPED.fullmatch(word)
+
+
 def _secret_positions(words: list[str]) -> dict[int, bool]:
     """Where the values of secret flags sit in an argv, as argparse reads it: the index of a
     ``--flag=value`` word (True: the value is inline) or of the word after ``--flag`` (False;
-    never an option-like word, which argparse does not take as a value)."""
+    any word but one spelt as a flag, :func:`_value_of_secret_flag`)."""
     found: dict[int, bool] = {}
     for i, word in enumerate(words):
         flag, eq, _ = word.partition("=")
@@ -268,9 +301,80 @@ def _secret_positions(words: list[str]) -> dict[int, bool]:
             j = i + 1
             while j + 1 < len(words) and "\n" in words[j] and not words[j].strip():  # a '\\<newline>' continuation: a word to shlex
                 j += 1
-            if not option_like(words[j]):
+            if _value_of_secret_flag(words[j]):
                 found[j] = False
     return found
+
+
+# A key and a quoted string value inside a flag's JSON (or Python dict) value:
+# '{"hf_token": "hf_...", "api_key": "..."}', "{'password': '...'}". Linear: no nested repeats.
+_PAIR = re.compile(r"""(["'])([A-Za-z0-9_.\-]{1,80})\1(\s*:\s*)("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""", re.S)
+# Key names that hold a credential inside such a value: a last word token, key, secret,
+# password, authorization (camelCase read as words: apiKey, hfToken).
+_SECRET_WORD = re.compile(r"(?:^|_)(?:token|key|secret|password|passwd|pwd|authorization|auth|credential|credentials|bearer)$")
+# What a tokenizer's special-token field holds ("pad_token": "<pad>", "[PAD]", "<|endoftext|>"):
+# a token, not a credential.
+_SPECIAL_TOKEN = re.compile(r"<\|?[^<>\s]{0,40}\|?>|\[[A-Za-z_]{1,24}\]")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# A quoted string of JSON or Python, escapes included.
+_STRING = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""", re.S)
+
+
+def is_secret_json_key(name: str) -> bool:
+    """Whether a key inside a flag's JSON value names a credential: SGLang's secret fields, and
+    any name whose last word is token, key, secret, password or authorization (``hf_token``,
+    ``apiKey``, ``x-api-key``); not ``num_key_value_heads`` nor ``max_tokens``."""
+    words = _CAMEL.sub("_", name).lower().replace("-", "_").replace(".", "_")
+    return is_secret_key(words) or bool(_SECRET_WORD.search(words))
+
+
+def _holds_mapping(word: str) -> bool:
+    """A word that is (or, after ``--flag=``, holds) a JSON or Python mapping or list."""
+    value = word.partition("=")[2] if word.startswith("-") else word
+    return value.lstrip()[:1] in ("{", "[")
+
+
+def _unquoted(literal: str) -> str:
+    """A quoted string of JSON or Python as its value (the text inside the quotes if it does
+    not read as one)."""
+    try:
+        value = json.loads(literal) if literal[0] == '"' else ast.literal_eval(literal)
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        return literal[1:-1]
+    return value if isinstance(value, str) else literal[1:-1]
+
+
+def _redact_mapping_text(word: str, depth: int, removed: Any) -> str:
+    """A JSON (or Python dict) value with the string of every key that names a credential
+    replaced, its quotes kept (``{"hf_token": "<redacted>"}``); the rest as written. A command
+    inside one of its strings (``["sh", "-c", "... --api-key X"]``) has its secrets hidden
+    where they stand, string by string (linear in the value's length)."""
+
+    def pair(match: re.Match[str]) -> str:
+        quote, name, colon, literal = match.groups()
+        value = _unquoted(literal)
+        if not is_secret_json_key(name) or not value or value == REDACTED or (name.lower().endswith("token") and _SPECIAL_TOKEN.fullmatch(value)):
+            return match.group(0)
+        removed(value)
+        if literal[1:-1] != value:
+            removed(literal[1:-1])  # as escaped in the text
+        return f"{quote}{name}{quote}{colon}{literal[0]}{REDACTED}{literal[0]}"
+
+    def string(match: re.Match[str]) -> str:
+        literal = match.group(0)
+        value = _unquoted(literal)
+        if len(value.split()) <= 1:
+            return literal
+        inner: list[str] = []
+        _redact_command(value, depth + 1, inner)
+        for secret in inner:
+            removed(secret)
+        for form in sorted({f for v in inner for f in forms(v)}, key=len, reverse=True):
+            literal = literal.replace(form, REDACTED)
+        return literal
+
+    out = _PAIR.sub(pair, word)
+    return _STRING.sub(string, out) if depth < 3 else out
 
 
 def secret_values(words: list[str], not_secret: Any = None) -> list[str]:

@@ -155,11 +155,18 @@ class _Cuts:
         return 0
 
 
+@lru_cache(maxsize=4096)
+def _forms_of(value: str) -> frozenset[str]:
+    """:func:`forms`, worked out once per value: a scrubber rebuilt after a secret is added
+    does not spell every earlier secret out again."""
+    return frozenset(forms(value))
+
+
 class _Matcher:
     """A scrubber for a set of secrets: every form anywhere, and pieces of forms at cuts."""
 
     def __init__(self, values: Iterable[str]) -> None:
-        every = set().union(*(forms(v) for v in values))
+        every = set().union(*(_forms_of(v) for v in values))
         # Longest first, so a form that contains another is replaced whole.
         self.pattern = re.compile("|".join(re.escape(f) for f in sorted(every, key=len, reverse=True))) if every else None
         cuts: dict[int, _Cuts] = {}
@@ -209,15 +216,23 @@ class _Matcher:
 
 @lru_cache(maxsize=64)
 def _matcher(values: frozenset[str]) -> _Matcher:
+    """The scrubber of a set of secrets, built (its pattern compiled) once per set: a scrub
+    with the same ``extra`` secrets, or the registry's set met again, costs no compilation."""
     return _Matcher(values)
 
 
 class Registry:
-    """The secrets known in this process, and a scrubber built from them."""
+    """The secrets known in this process, and a scrubber built from them.
+
+    :meth:`add` only records the values (registering a secret per option, per host, per
+    found value costs nothing each); the scrubber is built at the next :meth:`scrub` after a
+    change, once for that frozen set of secrets (the forms of each value are worked out once
+    per value, :func:`_forms_of`)."""
 
     def __init__(self) -> None:
-        self._values: set[str] = set()
+        self._values: frozenset[str] = frozenset()
         self._matcher: _Matcher | None = None
+        self._built_for: frozenset[str] = frozenset()
         self._lock = threading.Lock()
 
     def add(self, *values: Any) -> None:
@@ -225,8 +240,20 @@ class Registry:
         if not fresh:
             return
         with self._lock:
-            self._values |= fresh
-            self._matcher = _Matcher(self._values)
+            self._values = self._values | fresh  # a new frozen set: a scrub under way keeps its own
+
+    def _current(self) -> _Matcher | None:
+        """The scrubber for the secrets known now, built at the first scrub after a change."""
+        values = self._values
+        if values is self._built_for:
+            return self._matcher
+        if not values:
+            return None
+        matcher = _Matcher(values)  # not in _matcher's cache: each change would keep an old set there
+        with self._lock:
+            if values is self._values:
+                self._matcher, self._built_for = matcher, values
+        return matcher
 
     def __contains__(self, value: object) -> bool:
         return value in self._values
@@ -237,8 +264,10 @@ class Registry:
     def scrub(self, text: str) -> str:
         """``text`` with every form of every secret, and every piece of one at a cut (the cut
         rule, see the module's text), replaced by ``<redacted>``."""
-        matcher = self._matcher
-        if matcher is None or not text:
+        if not text:
+            return text
+        matcher = self._current()
+        if matcher is None:
             return text
         return matcher.scrub(text)
 

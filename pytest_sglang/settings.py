@@ -9,11 +9,12 @@ Every option with an ini twin defaults to None, so "not given" is never mistaken
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
 import pytest
+
+from .options import NumberProblem, checked_number
 
 
 def _given(config: pytest.Config, name: str, env: str | None = None) -> tuple[Any, str]:
@@ -51,19 +52,12 @@ def number(
     env: str | None = None,
 ) -> Any:
     """A finite number above 0 (or 0 too, with ``zero``), a whole one with ``whole``; the
-    default when the setting is not given."""
+    default when the setting is not given. The check is :func:`~pytest_sglang.options.checked_number`,
+    the command line's too."""
     value, source = _given(config, name, env)
     if value is None:
         return default
-    kind = "a whole number" if whole else "a number"
-    what = f"{kind} of {unit}" if unit else kind
     try:
-        parsed = float(value)
-    except (TypeError, ValueError):
-        raise pytest.UsageError(f"{source} must be {what}, not {str(value)!r}") from None
-    if not math.isfinite(parsed) or (whole and not parsed.is_integer()):
-        raise pytest.UsageError(f"{source} must be {what}, not {str(value)!r}")
-    if parsed < 0 or (parsed == 0 and not zero):
-        bound = "0 or more" if zero else "more than 0"
-        raise pytest.UsageError(f"{source} must be {bound}{' ' + unit if unit else ''}, not {str(value)!r}")
-    return int(parsed) if whole else parsed
+        return checked_number(value, unit=unit, zero=zero, whole=whole)
+    except NumberProblem as exc:
+        raise pytest.UsageError(f"{source} {exc}") from None

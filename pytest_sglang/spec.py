@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
 from .errors import SpecError
+from .secrets import clip
 
 SCHEMES = ("http", "https", "sim")
 # Query keys each scheme accepts; later transports add theirs here.
@@ -152,7 +153,7 @@ def parse_spec(text: str) -> HostSpec:
         )
     verify = dict(query).get("verify")
     if verify is not None and verify.lower() not in _TRUE + _FALSE and not verify.startswith(("/", "~", "./")):
-        raise SpecError(f"--sglang-host {where}: ?verify={verify[:20]} is not understood: write verify=true, verify=false or verify=/path/to/ca-bundle.pem")
+        raise SpecError(f"--sglang-host {where}: ?verify={clip(verify, 23, ellipsis='...')} is not understood: write verify=true, verify=false or verify=/path/to/ca-bundle.pem")
     return HostSpec(
         raw=raw,
         scheme=scheme,
@@ -180,7 +181,7 @@ def check_host_name(spec: HostSpec) -> None:
     elif any(not _LABEL.match(label) for label in labels):
         problem = "has a character a host name cannot have"
     if problem:
-        shown = name if len(name) <= 80 else name[:77] + "..."
+        shown = clip(name, 80, ellipsis="...")
         raise SpecError(f"{spec.display}: the host name {shown!r} {problem}: check the spelling")
 
 

@@ -177,8 +177,8 @@ def test_big(sglang_bench):
     [
         ("--sglang-bench-max-requests=0", "--sglang-bench-max-requests must be more than 0 requests, not '0'"),
         ("--sglang-bench-max-requests=2.5", "--sglang-bench-max-requests must be a whole number of requests, not '2.5'"),
-        ("--sglang-bench-max-duration=nan", "--sglang-bench-max-duration must be a number of seconds, not 'nan'"),
-        ("--sglang-bench-max-duration=inf", "--sglang-bench-max-duration must be a number of seconds, not 'inf'"),
+        ("--sglang-bench-max-duration=nan", "--sglang-bench-max-duration must be a finite number of seconds, not 'nan'"),
+        ("--sglang-bench-max-duration=inf", "--sglang-bench-max-duration must be a finite number of seconds, not 'inf'"),
         ("--sglang-bench-processes=-2", "--sglang-bench-processes must be more than 0 client processes, not '-2'"),
         ("--sglang-bench-max-lag=soon", "--sglang-bench-max-lag must be a number of ms, not 'soon'"),
     ],

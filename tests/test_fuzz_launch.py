@@ -3,7 +3,8 @@
 Whatever text a user pastes or a host reports as its launch command (random quotes and
 backslashes, huge tokens, NULs, unicode, markdown, list forms, systemd units, secret flags with
 values), the readers answer or raise the package's own one-line error, in bounded time, and no
-value given to ``--api-key`` (or another secret flag) reaches anything they return.
+value given to ``--api-key`` (or another secret flag; one that starts with ``-`` too) nor held
+under a credential key of a flag's JSON value (``{"hf_token": ...}``) reaches anything they return.
 
 A fixed set of examples (derandomized, no deadline), a few seconds each way; a deeper, random
 search: ``ODD_VALUES_EXAMPLES=5000 pytest tests/test_fuzz_launch.py``. The tests redact outside a
@@ -90,7 +91,12 @@ def test_any_pasted_text_is_read_or_refused_with_the_package_s_own_error_in_boun
 # ---- no secret value reaches any output -----------------------------------------------------------
 
 SECRET_CHARS = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-SECRETS = st.text(alphabet=SECRET_CHARS, min_size=10, max_size=24).map(lambda s: "sk-" + s)
+SECRETS = st.one_of(
+    st.text(alphabet=SECRET_CHARS, min_size=10, max_size=24).map(lambda s: "sk-" + s),
+    # a key that starts with '-': argparse refuses it as a value, the text still holds it
+    st.text(alphabet=SECRET_CHARS, min_size=10, max_size=24).map(lambda s: "-" + s),
+    st.text(alphabet=SECRET_CHARS, min_size=10, max_size=24).map(lambda s: "--K" + s),
+)
 # Words of a command: anything at all, huge ones too (never the secret itself: that is placed below).
 WORDS = st.lists(st.one_of(st.text(max_size=10), st.sampled_from(["--tp", "2", "--model-path", "m", "--zz", "-x", "--", "a b", "'", '"', "\\", "\x00", "é😀", "--api", "--prompt-token"]), HUGE.map(lambda w: w[:20_000])), max_size=12)
 # How the secret is given: as SGLang's argparse reads a secret flag's value.
@@ -104,6 +110,12 @@ SECRET_FORMS = st.sampled_from(
         ["--ssl-keyfile-password", "{s}"],
         ["--api-key", "{s}", "--served-model-name", "{s}"],  # and again where no secret belongs
         ["--api-key", "{s}", "{s}"],  # and as a stray word after it
+        # inside a flag's JSON (or Python dict) value, under a key that names a credential
+        ["--json-model-override-args", '{{"hf_token": "{s}", "rope_scaling": {{"type": "yarn-x", "factor": 4}}}}'],
+        ['--json-model-override-args={{"api_key": "{s}", "num_key_value_heads": 8}}'],
+        ["--json-model-override-args", '{{"nested": [{{"password": "{s}"}}], "pad_token": "<pad>"}}'],
+        ["--json-model-override-args", '{{"headers": {{"Authorization": "{s}"}}, "secretKey": "{s}"}}'],
+        ["--json-model-override-args", "{{'hfToken': '{s}'}}"],
     ]
 )
 # How the words are written down: as a shell line, decorated as pasted text often is, or as a list form.

@@ -262,7 +262,7 @@ def test_hosts_from_ini_and_environment(pytester, sglang_server, monkeypatch):
         ("--sglang-timeout", "0", "--sglang-timeout must be more than 0 seconds, not '0'"),
         ("--sglang-command-timeout", "-5", "--sglang-command-timeout must be more than 0 seconds, not '-5'"),
         ("--sglang-wait-ready", "-1", "--sglang-wait-ready must be 0 or more seconds, not '-1'"),
-        ("--sglang-timeout", "nan", "--sglang-timeout must be a number of seconds, not 'nan'"),
+        ("--sglang-timeout", "nan", "--sglang-timeout must be a finite number of seconds, not 'nan'"),
     ],
 )
 def test_timeouts_out_of_range_are_usage_errors(pytester, option, value, message):
@@ -277,7 +277,7 @@ def test_a_bad_ini_timeout_names_the_ini_key_and_the_option_overrides_it(pyteste
     pytester.makeini("[pytest]\nsglang_timeout = inf\n")
     result = pytester.runpytest("--sglang-host", sglang_server.url)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: ini sglang_timeout must be a number of seconds, not 'inf'"])
+    result.stderr.fnmatch_lines(["ERROR: ini sglang_timeout must be a finite number of seconds, not 'inf'"])
     pytester.runpytest("--sglang-host", sglang_server.url, "--sglang-timeout", "5").assert_outcomes(passed=5)
 
 

@@ -127,6 +127,40 @@ def ci_set() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
+UPDATE_OPTION = "--sglang-update-baseline"
+
+
+def respell_update_option(args: list[str]) -> list[str]:
+    """``args`` with each word argparse would take as the value of a bare
+    ``--sglang-update-baseline`` (``pytest --sglang-update-baseline tests/``) given back as a
+    test path: the option is spelt ``--sglang-update-baseline=yes`` there, so the word after it
+    is a positional argument again. Only ``force`` is kept as the value when it follows with a
+    space (the option's one documented value); ``=force`` and ``=anything`` are left to the
+    option, and nothing after ``--`` is looked at."""
+    out = list(args)
+    for i, word in enumerate(out[:-1]):
+        if word == "--":
+            break
+        following = out[i + 1]
+        if word == UPDATE_OPTION and following != "force" and not following.startswith("-"):
+            out[i] = f"{UPDATE_OPTION}=yes"
+    return out
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """``pytest --sglang-update-baseline tests/`` runs the tests in ``tests/``: argparse reads the
+    word after an option with an optional value as that value, so the arguments are respelt
+    (:func:`respell_update_option`) before pytest parses them for good, and the early
+    parse's test paths (which pick the initial conftests) are taken from them again."""
+    fixed = respell_update_option(args)
+    if fixed != args:
+        args[:] = fixed
+        again = parser.parse_known_args(args)  # a fresh namespace: options that append are not doubled
+        early = early_config.known_args_namespace
+        early.file_or_dir, early.sglang_update_baseline = again.file_or_dir, again.sglang_update_baseline
+
+
 def pytest_configure(config: pytest.Config) -> None:
     update = config.getoption("sglang_update_baseline")
     option_dir = config.getoption("sglang_baseline")

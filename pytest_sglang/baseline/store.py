@@ -9,6 +9,7 @@ from typing import Any
 
 from .._files import DEFAULT_MAX_DEPTH, FileError, MiB, MissingFileError, check_nesting, read_text, write_text
 from ..errors import SpecError
+from ..secrets import clip
 from .compare import Policy
 from .document import dumps
 
@@ -52,7 +53,7 @@ def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
     except SpecError:
         raise
     except (ArithmeticError, TypeError, ValueError, RecursionError) as exc:  # {"absolute": <a 400-digit integer>}
-        raise BaselineError(f"baseline {p}: policy section: a value out of range or of the wrong kind ({' '.join(str(exc).split())[:80]}); fix the file") from None
+        raise BaselineError(f"baseline {p}: policy section: a value out of range or of the wrong kind ({clip(str(exc), 80)}); fix the file") from None
     return doc
 
 

@@ -44,6 +44,7 @@ from pydantic import ValidationError
 
 from .. import _files
 from ..errors import SpecError
+from ..secrets import clip
 from .model import BenchResult, LevelResult, Stat
 from .stats import MAX_ERRORS_KEPT, summarise
 
@@ -142,7 +143,7 @@ def _at(where: str) -> Iterator[None]:
         message = " ".join(str(errors[0]["msg"]).split()) if errors else "not valid"
         raise BenchServingImportError(f"{where}: {field_name or 'a figure'}: {message}") from None
     except (ValueError, TypeError, ArithmeticError, RecursionError, KeyError, IndexError) as exc:
-        detail = " ".join(str(exc).split())[:120]
+        detail = clip(str(exc), 120)
         raise BenchServingImportError(f"{where}: cannot be imported ({type(exc).__name__}: {detail})") from None
 
 
@@ -152,7 +153,7 @@ def _brief(value: object) -> str:
         text = repr(value)
     except ValueError:  # an int beyond Python's str conversion limit
         text = "<an integer of thousands of digits>"
-    return text if len(text) <= 60 else text[:57] + "..."
+    return clip(text, 60, ellipsis="...", one_line=False)
 
 
 def _whole(number: float, label: str, where: str) -> int:
@@ -293,8 +294,7 @@ def _lines(text: str) -> list[str]:
 
 
 def _shown(line: str) -> str:
-    line = line.strip()
-    return repr(line if len(line) <= 60 else line[:57] + "...")
+    return repr(clip(line.strip(), 60, ellipsis="...", one_line=False))
 
 
 class _BlockReader:
@@ -541,7 +541,7 @@ def _other(key: str, value: object, level: _Level, where: str) -> None:
         level.put_extra(_KEY_EXTRAS.get(key, key), _as_number(value, key, where) or 0.0, key)
         return
     shown = json.dumps(value)
-    level.notes.append(f"{key}: {shown if len(shown) <= 80 else shown[:77] + '...'}")
+    level.notes.append(f"{key}: {clip(shown, 80, ellipsis='...', one_line=False)}")
 
 
 def _details(data: Mapping[str, Any], level: _Level, where: str) -> None:
@@ -588,7 +588,7 @@ def _distinct_errors(errors: Sequence[object]) -> list[str]:
         if not error:
             continue
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        text = lines[-1][:200] if lines else str(error)[:200]
+        text = clip(lines[-1] if lines else str(error), 200)
         if text not in out:
             out.append(text)
         if len(out) >= MAX_ERRORS_KEPT:

@@ -57,7 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import SGLangError, SpecError
 from ..secrets import clip, scrub
-from .model import BenchResult, LevelResult, RequestRecord, ServerLoad, Validity
+from .model import MAX_TOKENS, BenchResult, LevelResult, RequestRecord, ServerLoad, Validity
 from .stats import SLO, level_result
 from .validity import ClientFigures, judge
 from .watch import _MetricsWatch, read_load  # noqa: F401  (read_load: the module's former home)
@@ -274,14 +274,17 @@ def _decode(payload: bytes) -> Any:
 
 
 def _count_field(data: dict[str, Any], key: str, where: str) -> int | None:
-    """A token count from a frame: None when absent, a _BadFrame when it is no count."""
+    """A token count from a frame: None when absent, a _BadFrame when it is no count (not a
+    whole number from 0 to 2^53, :data:`~.model.MAX_TOKENS`)."""
     value = data.get(key)
     if value is None:
         return None
     if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)  # an integer a decoder read as a float (beyond 64 bits, or 5.0)
+        value = int(value)  # an integer a decoder read as a float (beyond 64 bits, or 5.0)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise _BadFrame(f"a stream frame's {where}.{key} is not a count of tokens: {_short(value)}")
+    if value > MAX_TOKENS:  # no server makes 2^53 tokens; the statistics would round or overflow
+        raise _BadFrame(f"a stream frame's {where}.{key} is not a count of tokens: {_count(value)}, over 2^53")
     return value
 
 

@@ -18,6 +18,21 @@ Verdict = Literal["valid", "inconclusive"]
 # A level's verdict once thresholds or a baseline judged it (None: not judged).
 LevelVerdict = Literal["pass", "fail", "inconclusive"]
 Direction = Literal["higher", "lower"]
+# The largest token count a record holds: every count up to it is exact as a float, so the
+# statistics (throughputs, TPOT) never round one or overflow on it, and no server makes more.
+MAX_TOKENS = 2**53
+_COUNTS = ("input_tokens", "output_tokens")
+
+
+def token_count_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a record's token count (a whole number from 0 to 2^53), or None."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"is not a whole number ({type(value).__name__})"
+    if value < 0:
+        return "is below 0"
+    if value > MAX_TOKENS:
+        return f"is over 2^53 ({value.bit_length()} bits)"
+    return None
 
 
 @dataclass(slots=True)
@@ -39,6 +54,15 @@ class RequestRecord:
     # None when the server did not say.
     output_tokens: int | None = None
     error: str | None = None
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # A count is checked wherever it is set, built or read from a frame: a record never
+        # holds one the statistics would overflow on (a server reporting 10^400 tokens).
+        if name in _COUNTS and not (name == "output_tokens" and value is None):
+            problem = token_count_problem(value)
+            if problem is not None:
+                raise ValueError(f"RequestRecord.{name} {problem}: a token count is a whole number from 0 to 2^53")
+        object.__setattr__(self, name, value)
 
     @property
     def ok(self) -> bool:

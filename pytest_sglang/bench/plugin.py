@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from .. import _files
 from ..checks import CHECK_PROPERTY
 from ..errors import SGLangError
 from ..secrets import scrub, scrub_object
@@ -116,15 +117,16 @@ class BenchPlugin:
 
     def mark_failed(self, host: str, why: str) -> None:
         self.failed_hosts.setdefault(host, why)
-        with contextlib.suppress(OSError):
-            with open(self._host_file(host, "failed"), "a", encoding="utf-8") as f:
-                f.write(why + "\n")
+        # Appended (every worker may add a line), never through a planted link; a file that
+        # cannot be written only keeps the other workers from knowing, as before.
+        with contextlib.suppress(_files.FileError):
+            _files.append_text(self._host_file(host, "failed"), why + "\n", what="benchmark failed-host file")
 
     def failure_of(self, host: str) -> str | None:
         if host in self.failed_hosts:
             return self.failed_hosts[host]
-        with contextlib.suppress(OSError):
-            text = self._host_file(host, "failed").read_text(encoding="utf-8").strip()
+        with contextlib.suppress(_files.FileError):
+            text = _files.read_text(self._host_file(host, "failed"), cap_bytes=_files.MiB, what="benchmark failed-host file", errors="replace", follow=False).strip()
             if text:
                 return text.splitlines()[0]
         return None

@@ -18,6 +18,7 @@ import pytest
 
 from .. import _files
 from ..errors import SpecError
+from ..secrets import clip
 from .api import INCONCLUSIVE_RERUNS, Bench, BenchFailed, BenchInconclusive, Budget, compare
 from .expect import request_failures
 from .compare import BENCH_BASELINE_KIND, DEFAULT_METRICS, BenchBaselineError, MetricChange, baseline_entry
@@ -121,13 +122,13 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise BenchBaselineError(f"benchmark baseline {path}: cannot be read ({' '.join(str(exc).split())[:120]}); fix it or rewrite it with --sglang-update-baseline") from None
+        raise BenchBaselineError(f"benchmark baseline {path}: cannot be read ({clip(str(exc), 120)}); fix it or rewrite it with --sglang-update-baseline") from None
     if not isinstance(data, dict) or data.get("kind") != BENCH_BASELINE_KIND or not isinstance(data.get("benchmarks"), dict):
         raise BenchBaselineError(f"benchmark baseline {path}: not a pytest-sglang benchmark baseline (kind {BENCH_BASELINE_KIND!r} with a \"benchmarks\" object)")
     for bench_name, entry in data["benchmarks"].items():
         problem = _entry_problem(entry)
         if problem:
-            raise BenchBaselineError(f"benchmark baseline {path}: benchmark {str(bench_name)[:80]!r}: {problem}; fix it or rewrite it with --sglang-update-baseline")
+            raise BenchBaselineError(f"benchmark baseline {path}: benchmark {clip(bench_name, 80, ellipsis='...')!r}: {problem}; fix it or rewrite it with --sglang-update-baseline")
     return data
 
 
@@ -141,10 +142,10 @@ def _entry_problem(entry: Any) -> str | None:
             return f"{key} is not an object"
     for level, figures in (entry.get("levels") or {}).items():
         if not isinstance(figures, dict):
-            return f"level {str(level)[:60]!r} is not an object of figures"
+            return f"level {clip(level, 60, ellipsis='...')!r} is not an object of figures"
         for metric, values in figures.items():
             if not isinstance(values, list) or not all(_figure(v) for v in values):
-                return f"level {str(level)[:60]!r}: {str(metric)[:60]} is not a list of numbers"
+                return f"level {clip(level, 60, ellipsis='...')!r}: {clip(metric, 60, ellipsis='...')} is not a list of numbers"
     return None
 
 

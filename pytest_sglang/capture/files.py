@@ -25,6 +25,7 @@ from .._files import DEFAULT_MAX_DEPTH, FileError, MiB, MissingFileError, check_
 from ..errors import SpecError
 from ..facts import FACTS_FORMAT, Facts
 from ..secrets import scrub
+from ..secrets import clip
 
 if TYPE_CHECKING:
     from ..target import Target
@@ -141,14 +142,14 @@ def parse_capture(data: Any, shown: str) -> tuple[CaptureProvenance, Facts]:
             raise SpecError(f"{shown} is a simulator profile, not a capture: run it with sim://{shown}")
         raise SpecError(f"capture file {shown} is not a pytest-sglang capture (no \"format\": \"{FORMAT}\"): write one with pytest-sglang capture TARGET -o FILE")
     if fmt != FORMAT:
-        raise SpecError(f"capture file {shown} has format {fmt[:40]!r}; this pytest-sglang {__version__} reads {FORMAT!r}: upgrade pytest-sglang or capture the host again")
+        raise SpecError(f"capture file {shown} has format {clip(fmt, 40, ellipsis='...')!r}; this pytest-sglang {__version__} reads {FORMAT!r}: upgrade pytest-sglang or capture the host again")
     try:
         provenance = CaptureProvenance.model_validate(data.get("provenance"))
     except ValidationError as exc:
         raise SpecError(f"capture file {shown}: provenance is not valid ({_first_error(exc)}): capture the host again") from None
     facts_data = data.get("facts")
     if isinstance(facts_data, dict) and facts_data.get("format", FACTS_FORMAT) != FACTS_FORMAT:
-        raise SpecError(f"capture file {shown}: facts have format {str(facts_data.get('format'))[:20]}, this pytest-sglang reads {FACTS_FORMAT}: capture the host again")
+        raise SpecError(f"capture file {shown}: facts have format {clip(facts_data.get('format'), 20, ellipsis='...')}, this pytest-sglang reads {FACTS_FORMAT}: capture the host again")
     try:
         facts = Facts.model_validate(facts_data)
     except ValidationError as exc:

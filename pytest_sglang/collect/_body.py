@@ -30,6 +30,8 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from ..secrets import clip
+
 _DEADLINE: ContextVar[float | None] = ContextVar("pytest_sglang_http_deadline", default=None)
 READ_SIZE = 65536
 _MAXLINE = 65536  # http.client's own limit on a line
@@ -206,7 +208,7 @@ def _check_framing(answer: http.client.HTTPResponse) -> bool:
     lengths = [n.strip() for v in msg.get_all("Content-Length") or [] for n in str(v).split(",")]
     if codings:
         if codings != ["chunked"] or not answer.chunked:
-            raise BodyError("framing", f"Transfer-Encoding: {', '.join(codings)[:60]}, where pytest-sglang reads chunked only")
+            raise BodyError("framing", f"Transfer-Encoding: {clip(', '.join(codings), 60)}, where pytest-sglang reads chunked only")
         return not lengths
     if lengths and (not all(_DIGITS.fullmatch(n) for n in lengths) or len({int(n) for n in lengths}) > 1):
         raise BodyError("framing", "a Content-Length that is not one number")
@@ -261,7 +263,7 @@ def _decoder(encoding: str | None, cap: int) -> _Inflater | None:
         return None
     if len(codings) == 1 and codings[0] in ("gzip", "x-gzip", "deflate"):
         return _Inflater(codings[0])
-    raise BodyError("broken", f"the body is encoded as {', '.join(codings)[:60]!r}, which pytest-sglang did not ask for and does not read")
+    raise BodyError("broken", f"the body is encoded as {clip(', '.join(codings), 60)!r}, which pytest-sglang did not ask for and does not read")
 
 
 class _Inflater:

@@ -19,11 +19,10 @@ from requests.cookies import extract_cookies_to_jar
 from requests.hooks import dispatch_hook
 from urllib3.util.retry import Retry
 
-from .._text import one_line
 from ..errors import AuthError, NotReadyError, TargetError
 from ..facts import ENDPOINTS, Endpoint, Facts
 from ..redact import MAX_DEPTH, TooDeep, redact_mapping
-from ..secrets import checked_api_key, scrub
+from ..secrets import checked_api_key, clip, scrub
 from ._body import BodyError, PacedAdapter, deadline, read_body
 
 REQUIRED = ("server_info",)
@@ -80,12 +79,9 @@ def _size(n: int) -> str:
 
 
 def _clip(text: object, limit: int = 120) -> str:
-    """Text a server sent (or an error made from it) on one line, cut to ``limit``: scrubbed
-    whole first, so a cut never leaves part of a secret the whole text shows, then cut, then
-    scrubbed again (see :func:`pytest_sglang.secrets.scrub`)."""
-    full = scrub(str(text))
-    full = scrub(" ".join(full.split()))  # joining lines may join a secret's pieces
-    return scrub(one_line(full, limit))
+    """Text a server sent (or an error made from it) on one line, cut to ``limit``: the one way
+    outside text is shortened, :func:`pytest_sglang.secrets.clip` (scrubbed, then cut)."""
+    return clip(text, limit)
 
 
 class HttpClient:

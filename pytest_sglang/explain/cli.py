@@ -111,6 +111,9 @@ def _list_rules(args: argparse.Namespace) -> int:
 
 # A launch file is a shell script, a systemd unit, a compose file or a pod spec: KiB, not MiB.
 LAUNCH_FILE_CAP_BYTES = 4 * 1024 * 1024
+# A server's log holding its start-up line: a long-running server's log may be large, but the
+# line is near its start; past this, give the line itself (grep -m1 server_args= LOG).
+STARTUP_LOG_CAP_BYTES = 64 * 1024 * 1024
 
 
 def _launch_text(args: argparse.Namespace) -> str | None:
@@ -147,13 +150,21 @@ def _startup_text(args: argparse.Namespace) -> tuple[str, str] | None:
         return None
     if not given.strip():
         raise SpecError("--startup-line is empty: give a log file holding SGLang's server_args= line, or the line")
+    from .._files import FileError, MissingFileError, read_stream, read_text
+
     if given == "-":
-        return sys.stdin.read(), "standard input"
+        try:
+            return read_stream(sys.stdin, cap_chars=STARTUP_LOG_CAP_BYTES, what="--startup-line -: standard input"), "standard input"
+        except FileError as exc:
+            raise SpecError(f"{exc}; give the line itself (grep -m1 server_args= LOG)") from None
     if "server_args=" in given:  # the line itself
         return given, "the line given"
+    # Read through pytest_sglang._files: a regular file only (a FIFO or /dev/zero is refused
+    # at once, never read), at most STARTUP_LOG_CAP_BYTES.
     path = Path(given)
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SpecError(f"--startup-line {path}: cannot be read ({exc.strerror or exc}); give a log file holding SGLang's server_args= line, or the line") from None
-    return data.decode("utf-8", errors="replace"), str(path)
+        return read_text(path, cap_bytes=STARTUP_LOG_CAP_BYTES, what=f"--startup-line {path}", errors="replace"), str(path)
+    except MissingFileError:
+        raise SpecError(f"--startup-line {path}: cannot be read (No such file or directory); give a log file holding SGLang's server_args= line, or the line") from None
+    except FileError as exc:
+        raise SpecError(f"{exc}; give a log file holding SGLang's server_args= line, or the line (grep -m1 server_args= LOG)") from None

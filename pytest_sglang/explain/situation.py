@@ -242,6 +242,10 @@ def config_signals(config: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     return out
 
 
+# A model's config.json is some KiB (a large vision-language model's, tens of KiB).
+MODEL_CONFIG_CAP_BYTES = 4 * 1024 * 1024
+
+
 def read_model(model: str | Mapping[str, Any] | None) -> tuple[list[str], dict[str, tuple[Any, str]], str]:
     """A model given as an architecture name, a config.json path, or its parsed mapping."""
     if model is None:
@@ -252,11 +256,19 @@ def read_model(model: str | Mapping[str, Any] | None) -> tuple[list[str], dict[s
     path = Path(text)
     if text.endswith(".json") or path.is_dir():
         file = path / "config.json" if path.is_dir() else path
+        # Through pytest_sglang._files: a regular file only (a FIFO or /dev/zero is refused at
+        # once, never read), at most MODEL_CONFIG_CAP_BYTES, nested no deeper than JSON may be.
+        from .._files import FileError, MissingFileError, check_nesting, read_text
+
         try:
-            config = json.loads(file.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise SpecError(f"model config {file}: cannot be read ({exc.strerror or exc}); give the path of the model's config.json or an architecture name") from None
-        except ValueError:
+            text = read_text(file, cap_bytes=MODEL_CONFIG_CAP_BYTES, what=f"model config {file}")
+            check_nesting(text, what=f"model config {file}")
+            config = json.loads(text)
+        except MissingFileError:
+            raise SpecError(f"model config {file}: cannot be read (No such file or directory); give the path of the model's config.json or an architecture name") from None
+        except FileError as exc:
+            raise SpecError(f"{exc}; give the path of the model's config.json or an architecture name") from None
+        except (ValueError, RecursionError):
             raise SpecError(f"model config {file}: is not JSON; give the model's config.json or an architecture name") from None
         if not isinstance(config, dict):
             raise SpecError(f"model config {file}: is not a JSON object; give the model's config.json")

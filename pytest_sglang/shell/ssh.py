@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, TargetError
+from ..secrets import clip
 from . import CommandResult, bounded_command
 
 DEFAULT_CONFIG = Path("~/.ssh/config")
@@ -115,8 +116,6 @@ class SSHShell:
     def _identity_files(self) -> list[str] | None:
         if self.key_filename:
             path = Path(self.key_filename).expanduser()
-            if not path.is_file():
-                raise SpecError(f"--sglang-ssh-key {self.key_filename}: no such file")
             _check_private_key(path, f"--sglang-ssh-key {self.key_filename}")
             return [str(path)]
         files = [str(Path(f).expanduser()) for f in self._config().get("identityfile", [])]
@@ -183,7 +182,7 @@ class SSHShell:
             raise TargetError(f"cannot connect to {dest.host}:{dest.port} over SSH (connection refused): is sshd running, and is the port right?") from None
         except (paramiko.SSHException, OSError) as exc:
             client.close()
-            raise TargetError(f"SSH to {dest.host}:{dest.port} failed: {' '.join(str(exc).split())[:160]} (is it an SSH server?)") from None
+            raise TargetError(f"SSH to {dest.host}:{dest.port} failed: {clip(str(exc), 160)} (is it an SSH server?)") from None
         transport = client.get_transport()
         if transport is not None:
             transport.set_keepalive(30)
@@ -202,7 +201,7 @@ class SSHShell:
         try:
             return transport.open_channel("direct-tcpip", (dest.host, dest.port or 22), ("127.0.0.1", 0), timeout=self.connect_timeout)
         except Exception as exc:
-            raise TargetError(f"the ProxyJump host {first} could not reach {dest.host}:{dest.port}: {' '.join(str(exc).split())[:120]}") from None
+            raise TargetError(f"the ProxyJump host {first} could not reach {dest.host}:{dest.port}: {clip(str(exc), 120)}") from None
 
     # ---- commands ------------------------------------------------------------------------
     def run(self, script: str, *, timeout: float) -> CommandResult:
@@ -257,10 +256,27 @@ class _UnknownHost(Exception):
     pass
 
 
+# A private key is some KiB (an RSA key of 16384 bits, about 12 KiB).
+KEY_CAP_BYTES = 1024 * 1024
+
+
 def _check_private_key(path: Path, named: str) -> None:
-    """A key file paramiko cannot read is the user's to fix: say so before connecting."""
+    """A key file paramiko cannot read is the user's to fix: say so before connecting. A path
+    that is missing, not a regular file (a FIFO, a device) or over :data:`KEY_CAP_BYTES` is
+    refused before paramiko opens it."""
     import paramiko
 
+    from .._files import FileError, MissingFileError, read_bytes
+
+    # Through pytest_sglang._files first: paramiko would block on a FIFO and read /dev/zero
+    # forever; a regular file of at most KEY_CAP_BYTES only, refused in one line naming it.
+    try:
+        head = read_bytes(path, cap_bytes=KEY_CAP_BYTES, what=named)[:4]
+    except MissingFileError:
+        raise SpecError(f"{named}: no such file") from None
+    except FileError as exc:
+        said = str(exc)
+        raise SpecError(said if said.endswith("?") else f"{said}: give the SSH private key file") from None
     try:
         paramiko.PKey.from_path(str(path))
     except (paramiko.PasswordRequiredException, TypeError):
@@ -268,7 +284,7 @@ def _check_private_key(path: Path, named: str) -> None:
         # agent may hold it, and connect() says what to do if not.
         return
     except (paramiko.SSHException, ValueError, OSError):
-        if path.read_bytes()[:4] in (b"ssh-", b"ecds"):
+        if head in (b"ssh-", b"ecds"):
             raise SpecError(f"{named} is a public key: give the private one (without .pub)") from None
         raise SpecError(f"{named} is not a private key (an OpenSSH or PEM private key file is expected)") from None
 
