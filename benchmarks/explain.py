@@ -27,13 +27,14 @@ import json
 import tempfile
 from pathlib import Path
 
-from pytest_sglang.explain import engine, kb
-from pytest_sglang.explain.api import explain, explain_launch
-from pytest_sglang.explain.cause import causes
-from pytest_sglang.explain.situation import from_target
-from pytest_sglang.explain.startup import explain_reported, explain_startup_line
-from pytest_sglang.sim.host import simulated_host
-from pytest_sglang.sim.profile import load_profile
+from pytest_sglang.judge.explain import engine
+from pytest_sglang.judge.explain import kb
+from pytest_sglang.judge.explain.api import explain, explain_launch
+from pytest_sglang.judge.explain.cause import causes
+from pytest_sglang.judge.explain.situation import from_target
+from pytest_sglang.judge.explain.startup import explain_reported, explain_startup_line
+from pytest_sglang.target.sources.sim.host import simulated_host
+from pytest_sglang.target.sources.sim.profile import load_profile
 
 GOALS = {"load": 100.0, "explain": 50.0, "cause": 1.0}
 
@@ -59,7 +60,7 @@ def fresh_interpreter(rounds: int = 5) -> tuple[list[float], list[float]]:
     """(importing the explain package, then its first load), each in a new interpreter."""
     code = (
         "import time; t = time.perf_counter(); "
-        "from pytest_sglang.explain import kb; t1 = time.perf_counter(); kb.load(); "
+        "from pytest_sglang.judge.explain import kb; t1 = time.perf_counter(); kb.load(); "
         "print((t1 - t) * 1000, (time.perf_counter() - t1) * 1000)"
     )
     imports, loads = [], []
@@ -79,7 +80,7 @@ def first_cause_in_a_process(rounds: int = 3) -> list[float]:
         "with connect('sim://qwen35-122b-a10b-4xrtx6000-candidate') as t:\n"
         "    t.snapshot\n"
         "    s = time.perf_counter()\n"
-        "    from pytest_sglang.explain.cause import causes\n"
+        "    from pytest_sglang.judge.explain.cause import causes\n"
         "    causes(t, 'effective', 'max_running_requests', 26)\n"
         "    print((time.perf_counter() - s) * 1000)\n"
     )
@@ -96,7 +97,7 @@ def main() -> int:
         kb.load()
 
     imports, loads = fresh_interpreter()
-    print(f"{'import pytest_sglang.explain, fresh interpreter (pydantic included)':<58} median {statistics.median(imports):7.2f} ms   (not a goal: paid once per process)")
+    print(f"{'import pytest_sglang.judge.explain, fresh interpreter (pydantic included)':<58} median {statistics.median(imports):7.2f} ms   (not a goal: paid once per process)")
     ok &= show("first load in a fresh interpreter (read, validate, compile)", loads, GOALS["load"])
     ok &= show("load, warm (parse + validate + compile)", timed(warm_load, 30), GOALS["load"])
     knowledge = kb.load()

@@ -6,9 +6,10 @@ much longer than 4).
 
 Two kinds of simulated host:
 
-- ``sim://`` specs, as a run uses them: each host is a simulator started as its own Python
-  process. Starting 32 interpreters is CPU work (about 0.2 s of CPU each), so on a 2-core
-  machine this measures process start-up more than reading;
+- ``sim://`` specs, as a run uses them: every host is a server of one shared simulator
+  process (pytest_sglang/target/sources/sim/many.py), started with the first host. "cold" starts that process
+  in every run, as a test session does once; "warm" finds it already running. (Before, each
+  host was a Python process of its own: 32 interpreter starts, about 0.2 s of CPU each.);
 - in-process simulators (one listening thread per host in this process), read over HTTP on
   loopback as ``http://127.0.0.1:PORT`` targets: what reading a fleet of already running
   servers costs, which is what a fleet of real replicas looks like to the plugin;
@@ -33,20 +34,21 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from pytest_sglang.collect.http import HttpClient
-from pytest_sglang.errors import SGLangError
-from pytest_sglang.fleet import documents, drift, open_targets
-from pytest_sglang.sim.profile import load_profile
-from pytest_sglang.sim.server import SimServer
-from pytest_sglang.spec import parse_spec
-from pytest_sglang.target import Target
+from pytest_sglang.base.errors import SGLangError
+from pytest_sglang.judge.fleet import documents, drift, open_targets
+from pytest_sglang.target.sources.sim.launcher import shutdown_shared_simulator
+from pytest_sglang.target.sources.sim.profile import load_profile
+from pytest_sglang.target.sources.sim.server import SimServer
+from pytest_sglang.target.spec import parse_spec
+from pytest_sglang.target.target import Target, open_target
 
 PROFILE = "qwen35-122b-a10b-4xrtx6000-baseline"
 
 
 def profile_files(folder: Path, count: int) -> list[Path]:
-    import pytest_sglang.sim
+    import pytest_sglang.target.sources.sim
 
-    source = Path(pytest_sglang.sim.__file__).parent / "profiles" / f"{PROFILE}.json"
+    source = Path(pytest_sglang.target.sources.sim.__file__).parent / "profiles" / f"{PROFILE}.json"
     out = []
     for i in range(count):
         path = folder / f"replica-{i:02d}.json"
@@ -56,9 +58,12 @@ def profile_files(folder: Path, count: int) -> list[Path]:
     return out
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+def timed(fn: Callable[[], Any], repeat: int, before: Callable[[], None] | None = None) -> tuple[float, Any]:
+    """The median time of ``fn`` over ``repeat`` runs (``before`` runs untimed before each)."""
     times, result = [], None
     for _ in range(repeat):
+        if before is not None:
+            before()
         start = time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - start)
@@ -99,7 +104,7 @@ def serial(specs: list[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for spec in specs:
         try:
-            out[spec.display] = Target.open(spec)
+            out[spec.display] = open_target(spec)
         except SGLangError as exc:
             out[spec.display] = exc
     return out
@@ -114,15 +119,22 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{os.cpu_count()} CPU(s); median of {args.repeat} run(s); profile {PROFILE}")
     print(f"{'hosts':>5}  {'kind':<34} {'parallel':>9} {'serial':>9} {'per host (parallel)':>20}")
+    cold: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         files = profile_files(Path(tmp), max(sizes))
         for n in sizes:
-            # 1. sim:// specs: a simulator process per host
+            # 1. sim:// specs: servers of one shared simulator process, started in each run (cold)
+            # or already running (warm)
             specs = [parse_spec(f"sim://{path}") for path in files[:n]]
+            par, opened = timed(lambda: open_targets(specs), args.repeat, before=shutdown_shared_simulator)
+            check_all_read(opened, n)
+            cold[n] = par
+            ser, _ = timed(lambda: serial(specs), 1 if n > 8 else args.repeat, before=shutdown_shared_simulator)
+            print(f"{n:>5}  {'sim:// (shared process, cold)':<34} {par:>8.2f}s {ser:>8.2f}s {par / n * 1000:>18.0f}ms")
             par, opened = timed(lambda: open_targets(specs), args.repeat)
             check_all_read(opened, n)
             ser, _ = timed(lambda: serial(specs), 1 if n > 8 else args.repeat)
-            print(f"{n:>5}  {'sim:// (a process per host)':<34} {par:>8.2f}s {ser:>8.2f}s {par / n * 1000:>18.0f}ms")
+            print(f"{n:>5}  {'sim:// (shared process, warm)':<34} {par:>8.2f}s {ser:>8.2f}s {par / n * 1000:>18.0f}ms")
             # 2. in-process simulated servers, read over loopback HTTP
             servers = [SimServer(load_profile(str(path))).start() for path in files[:n]]
             try:
@@ -147,6 +159,11 @@ def main() -> int:
             finally:
                 for server in servers:
                     server.stop()
+    small, large = min(cold), max(cold)
+    if large > small:
+        ratio = cold[large] / cold[small]
+        verdict = "met" if ratio < 2 else "missed"
+        print(f"sim:// cold, parallel: {large} hosts take {ratio:.2f}x the time of {small} (goal: under 2x, {verdict})")
     return 0
 
 

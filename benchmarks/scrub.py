@@ -16,8 +16,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from pytest_sglang import secrets
-from pytest_sglang.secrets import Registry, _Matcher, clip
+from pytest_sglang.base import secrets
+from pytest_sglang.base.secrets import Registry, _Matcher, clip
 
 SECRET = "sk-bench-{:06d}-Q7zX93kW"
 

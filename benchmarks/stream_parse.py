@@ -18,8 +18,8 @@ import json
 import time
 from typing import Any
 
-from pytest_sglang.bench import load as load_module
-from pytest_sglang.bench.model import RequestRecord
+from pytest_sglang.collect.bench import load as load_module
+from pytest_sglang.model.bench import RequestRecord
 
 
 def answer(size_mb: float, piece: int) -> list[tuple[float, bytes]]:

@@ -10,7 +10,7 @@ import pytest
 # inside a run, and the plugin imports its HTTP and SSH stacks lazily (a re-imported
 # http.cookiejar or cryptography backend would no longer match what requests and paramiko hold).
 import paramiko  # noqa: F401
-import pytest_sglang.target  # noqa: F401
+import pytest_sglang.target.target  # noqa: F401
 from support import artefact
 from testhost import clean_test_host, test_host  # noqa: F401  (one session-wide test host for every module)
 
@@ -182,7 +182,7 @@ def free_port() -> int:
 def captured(monkeypatch):  # type: ignore[no-untyped-def]
     """Each benchmark level's request records, as the load generator hands them to the
     statistics (``list[list[RequestRecord]]``)."""
-    import pytest_sglang.bench.load as load_module
+    import pytest_sglang.collect.bench.load as load_module
 
     levels: list = []
     real = load_module.level_result

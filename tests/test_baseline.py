@@ -18,7 +18,8 @@ def _not_in_ci(monkeypatch):
     monkeypatch.delenv("CI", raising=False)
 
 
-from pytest_sglang.baseline import Policy, PolicyError, compare
+from pytest_sglang.judge.baseline import Policy, PolicyError
+from pytest_sglang.judge.baseline import compare
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
@@ -291,7 +292,7 @@ def test_compare_and_policy_directly():
 
 # ---- the command line ---------------------------------------------------------------------------------
 def cli(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli", *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
 
 
 @pytest.mark.slow

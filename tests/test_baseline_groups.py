@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from pytest_sglang import connect
-from pytest_sglang.baseline import Policy, document
-from pytest_sglang.baseline.compare import _ANCESTORS, SAME_SETTING, changes, compare
-from pytest_sglang.fleet import drift
-from pytest_sglang.report.build import baseline_diffs
+from pytest_sglang.judge.baseline import Policy
+from pytest_sglang.judge.baseline import document
+from pytest_sglang.judge.baseline.compare import _ANCESTORS, SAME_SETTING, changes, compare
+from pytest_sglang.judge.fleet import drift
+from pytest_sglang.render.report.document import baseline_diffs
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
@@ -80,7 +81,7 @@ def check_record(pytester: pytest.Pytester, *args: str) -> dict:
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 # ---- the seed: 32 fields, a handful of changes, the real ones first -------------------------------
@@ -276,7 +277,7 @@ def test_same_setting_names_where_the_normaliser_reads_each_effective_value(prof
             read = match.group(1) or match.group(2)
             if read != name and read not in _ANCESTORS.get(name, ()):
                 unknown.append(f"{name} <- {read}")
-    assert not unknown, f"add to SAME_SETTING in pytest_sglang/baseline/compare.py: {unknown}"
+    assert not unknown, f"add to SAME_SETTING in pytest_sglang/judge/baseline/compare.py: {unknown}"
     assert all(parent not in SAME_SETTING.get(parent, ()) for parent in SAME_SETTING)
 
 
@@ -303,7 +304,7 @@ def test_every_checked_block_in_the_baselines_manual_is_what_the_command_prints(
         words = shlex.split(command)
         shown = output.rstrip("\n").splitlines()
         if words[0] == "pytest-sglang":
-            done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli", *words[1:]], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+            done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", *words[1:]], capture_output=True, text=True, timeout=120, cwd=tmp_path)
             if "$ echo $?" in shown:
                 index = shown.index("$ echo $?")
                 assert shown[index + 1] == str(done.returncode), command

@@ -27,13 +27,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_sglang.bench import load as load_module
-from pytest_sglang.bench.load import ClientLimits, LoadGenerator, LoadSpec, load_spec, read_load, request_bodies, run_load
-from pytest_sglang.bench.model import RequestRecord
-from pytest_sglang.bench.stats import SLO, level_result, peak_in_flight, percentile, summarise
-from pytest_sglang.errors import SpecError
-from pytest_sglang.sim.launcher import SimProcess, start_simulator
-from pytest_sglang.sim.profile import load_profile
+from pytest_sglang.collect.bench import load as load_module
+from pytest_sglang.collect.bench.load import ClientLimits, LoadGenerator, LoadSpec, load_spec, read_load, request_bodies, run_load
+from pytest_sglang.model.bench import RequestRecord
+from pytest_sglang.collect.bench.stats import SLO, level_result, peak_in_flight, percentile, summarise
+from pytest_sglang.base.errors import SpecError
+from pytest_sglang.target.sources.sim.launcher import SimProcess, start_simulator
+from pytest_sglang.target.sources.sim.profile import load_profile
 
 BASELINE = "qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "qwen35-122b-a10b-4xrtx6000-candidate"
@@ -492,11 +492,11 @@ def test_a_script_without_a_main_guard_gets_one_line_not_a_broken_pool(baseline:
     benchmark again at import. The user is told so, in the exception's one line."""
     script = tmp_path / "bench_script.py"
     script.write_text(
-        "from pytest_sglang.bench.load import load_spec, run_load\n"
+        "from pytest_sglang.collect.bench.load import load_spec, run_load\n"
         f"run_load({baseline.url!r}, load_spec(concurrency=[2], requests=2, output_len=2, processes=2, warmup=0, metrics_interval_s=0))\n"
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     # The error's line (multiprocessing's resource tracker may print its own warning after it).
     lines = done.stderr.strip().splitlines()
-    assert any(line.startswith("pytest_sglang.errors.SGLangError:") and "__main__" in line for line in lines), done.stderr
+    assert any(line.startswith("pytest_sglang.base.errors.SGLangError:") and "__main__" in line for line in lines), done.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang.report.schema import validate
+from pytest_sglang.render.report.schema import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
@@ -233,7 +233,7 @@ def test_the_api_key_never_reaches_output_or_reports(pytester, tmp_path, monkeyp
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli", "bench", *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", "bench", *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
 
 
 def test_cli_runs_levels_and_judges_thresholds_with_exit_codes(tmp_path):

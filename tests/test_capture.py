@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pytest_sglang import connect
-from pytest_sglang.capture import FORMAT, read_capture, safe_file_name, write_capture
-from pytest_sglang.errors import SpecError
+from pytest_sglang.render.capture import FORMAT, read_capture, safe_file_name, write_capture
+from pytest_sglang.base.errors import SpecError
 from support import ROOT
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
@@ -22,7 +22,7 @@ LLAMA = "sim://llama31-8b-1xh100-0.5.9"
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def outcomes(recorder: pytest.HookRecorder, host: str) -> dict[str, str]:
@@ -62,7 +62,7 @@ def test_the_example_suite_replayed_from_a_capture_agrees_with_the_live_run_test
 
 
 def test_a_replayed_target_reads_the_same_configuration_findings_and_logs_as_the_live_one(tmp_path):
-    from pytest_sglang.explain import explain
+    from pytest_sglang.judge.explain import explain
 
     path = tmp_path / "candidate.json"
     with connect(CANDIDATE) as live:
@@ -211,7 +211,7 @@ def test_missing_corrupt_and_wrong_format_captures_are_one_line_errors(tmp_path,
 
 def test_a_simulator_profile_given_as_a_capture_says_to_use_sim(tmp_path):
     profile = tmp_path / "profile.json"
-    shutil.copy(ROOT / "pytest_sglang" / "sim" / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json", profile)
+    shutil.copy(ROOT / "pytest_sglang" / "target" / "sources" / "sim" / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json", profile)
     with pytest.raises(SpecError, match="is a simulator profile, not a capture: run it with sim://"):
         read_capture(profile)
 
@@ -235,7 +235,7 @@ def test_a_bad_replay_file_fails_its_host_s_tests_in_one_line_and_the_cli_exits_
     [("replay:", "replay: takes a capture file and no options"), ("replay:cap.json?api_key=sk-never-shown", "replay: takes a capture file and no options")],
 )
 def test_replay_specs_take_a_file_and_nothing_else(spec, message):
-    from pytest_sglang.spec import parse_spec
+    from pytest_sglang.target.spec import parse_spec
 
     with pytest.raises(SpecError) as caught:
         parse_spec(spec)

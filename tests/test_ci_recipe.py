@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_sglang.report.schema import validate
+from pytest_sglang.render.report.schema import validate
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "ci.md"

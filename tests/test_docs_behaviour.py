@@ -19,7 +19,7 @@ CANDIDATE = "qwen35-122b-a10b-4xrtx6000-candidate"  # requests the FlashInfer al
 
 
 def _bundled(name: str) -> dict[str, Any]:
-    return json.loads(resources.files("pytest_sglang.sim").joinpath("profiles", f"{name}.json").read_text())
+    return json.loads(resources.files("pytest_sglang.target.sources.sim").joinpath("profiles", f"{name}.json").read_text())
 
 
 # ---- sim://NAME?api_key=K (docs/options.md) ------------------------------------------------
@@ -63,8 +63,8 @@ BAD_IDS = ["missing-section", "misspelt-key", "misspelt-section", "wrong-type", 
 
 @pytest.mark.parametrize("change, message", BAD_PROFILES, ids=BAD_IDS)
 def test_a_bad_profile_is_refused_in_one_line_naming_the_file_and_the_field(tmp_path: Path, change: Any, message: str) -> None:
-    from pytest_sglang.errors import SpecError
-    from pytest_sglang.sim import load_profile
+    from pytest_sglang.base.errors import SpecError
+    from pytest_sglang.target.sources.sim import load_profile
 
     path = _bad_profile(tmp_path, change)
     with pytest.raises(SpecError) as raised:
@@ -76,8 +76,8 @@ def test_a_bad_profile_is_refused_in_one_line_naming_the_file_and_the_field(tmp_
 
 
 def test_more_than_three_profile_errors_are_counted_not_listed(tmp_path: Path) -> None:
-    from pytest_sglang.errors import SpecError
-    from pytest_sglang.sim import load_profile
+    from pytest_sglang.base.errors import SpecError
+    from pytest_sglang.target.sources.sim import load_profile
 
     path = _bad_profile(tmp_path, lambda d: [d.pop(key) for key in ("name", "model", "runtime", "template", "sglang_version")])
     with pytest.raises(SpecError, match=r"name: missing \(add it\); .*; and 2 more") as raised:
@@ -87,8 +87,8 @@ def test_more_than_three_profile_errors_are_counted_not_listed(tmp_path: Path) -
 
 @pytest.mark.parametrize("text, message", [('{"name": ', "is not valid JSON: Expecting value: line 1"), ("[1]", "the file must hold one JSON object")])
 def test_a_profile_that_is_not_a_json_object_is_one_line(tmp_path: Path, text: str, message: str) -> None:
-    from pytest_sglang.errors import SpecError
-    from pytest_sglang.sim import load_profile
+    from pytest_sglang.base.errors import SpecError
+    from pytest_sglang.target.sources.sim import load_profile
 
     path = tmp_path / "bad.json"
     path.write_text(text)
@@ -110,7 +110,7 @@ def test_a_bad_profile_fails_its_host_in_one_line_without_a_traceback(pytester: 
 def test_a_bad_profile_stops_the_simulator_cli_with_one_line(tmp_path: Path) -> None:
     path = _bad_profile(tmp_path, BAD_PROFILES[3][0])
     process = subprocess.run(
-        [sys.executable, "-m", "pytest_sglang.sim", "--profile", str(path), "--port", "0"],
+        [sys.executable, "-m", "pytest_sglang.target.sources.sim", "--profile", str(path), "--port", "0"],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
@@ -124,8 +124,8 @@ def test_a_bad_profile_stops_the_simulator_cli_with_one_line(tmp_path: Path) -> 
 
 
 def test_every_bundled_profile_still_loads() -> None:
-    from pytest_sglang.sim import load_profile
-    from pytest_sglang.sim.profile import bundled_profiles
+    from pytest_sglang.target.sources.sim import load_profile
+    from pytest_sglang.target.sources.sim.profile import bundled_profiles
 
     assert [load_profile(name).name for name in bundled_profiles()] == bundled_profiles()
 
@@ -152,8 +152,8 @@ def test_the_options_page_names_the_group_as_pytest_help_prints_it(pytester: pyt
     ],
 )
 def test_a_version_without_a_flag_table_is_one_line_naming_the_known_ones(version: str, message: str) -> None:
-    from pytest_sglang.errors import SpecError
-    from pytest_sglang.launch import parse_launch_command
+    from pytest_sglang.base.errors import SpecError
+    from pytest_sglang.parse.launch import parse_launch_command
 
     with pytest.raises(SpecError) as raised:
         parse_launch_command("python -m sglang.launch_server --model-path m --tp 2", sglang_version=version)
@@ -162,7 +162,7 @@ def test_a_version_without_a_flag_table_is_one_line_naming_the_known_ones(versio
 
 @pytest.mark.parametrize("version", ["0.5.30", "0.6.1"])
 def test_a_release_newer_than_the_newest_table_is_read_with_it_and_says_so(version: str) -> None:
-    from pytest_sglang.launch import parse_launch_command
+    from pytest_sglang.parse.launch import parse_launch_command
 
     launch = parse_launch_command("python -m sglang.launch_server --model-path m --tp 2", sglang_version=version)
     assert launch.flag_table_version == "0.5.23"
@@ -172,7 +172,7 @@ def test_a_release_newer_than_the_newest_table_is_read_with_it_and_says_so(versi
 
 @pytest.mark.parametrize("version, table", [("0.5.24.dev3+g1234abc", "0.5.23"), ("0.0.0.dev1+g1a2b3c4", "0.5.23"), ("0.5.12.dev5+g1234abc", "0.5.11")])
 def test_a_development_build_is_read_with_the_newest_release_before_it_and_says_so(version: str, table: str) -> None:
-    from pytest_sglang.launch import parse_launch_command
+    from pytest_sglang.parse.launch import parse_launch_command
 
     launch = parse_launch_command("python -m sglang.launch_server --model-path m --tp 2", sglang_version=version)
     assert (launch.flag_table_version, launch.requested["tp_size"]) == (table, 2)
@@ -181,7 +181,7 @@ def test_a_development_build_is_read_with_the_newest_release_before_it_and_says_
 
 @pytest.mark.parametrize("version, table", [("0.5.5", "0.5.5"), ("0.5.12", "0.5.12"), ("0.5.8.post1", "0.5.8"), ("0.5.23rc1", "0.5.23"), (None, "0.5.23")])
 def test_a_known_release_is_read_with_its_own_table_without_a_note(version: str | None, table: str) -> None:
-    from pytest_sglang.launch import parse_launch_command
+    from pytest_sglang.parse.launch import parse_launch_command
 
     launch = parse_launch_command("python -m sglang.launch_server --model-path m", sglang_version=version)
     assert (launch.flag_table_version, launch.problems) == (table, [])
@@ -194,7 +194,7 @@ def test_a_server_reporting_a_release_without_a_table_is_read_with_the_nearest(v
     from test_normalise import facts_of
 
     from pytest_sglang import normalise
-    from pytest_sglang.sim import load_profile
+    from pytest_sglang.target.sources.sim import load_profile
 
     profile = load_profile("qwen35-122b-a10b-4xrtx6000-0.5.23")  # reports its launch command
     info = profile.server_info()
@@ -205,7 +205,7 @@ def test_a_server_reporting_a_release_without_a_table_is_read_with_the_nearest(v
 
 
 def test_the_docs_name_the_releases_with_a_flag_table() -> None:
-    from pytest_sglang.launch import table_versions
+    from pytest_sglang.parse.launch import table_versions
 
     known = table_versions()
     assert known[0] == "0.5.5" and known[-1] == "0.5.23"
@@ -222,7 +222,7 @@ def test_connect_takes_every_target_option_and_the_library_page_lists_them() -> 
     import inspect
 
     from pytest_sglang import connect
-    from pytest_sglang.options import TargetOptions
+    from pytest_sglang.target.options import TargetOptions
 
     fields = {f.name: f.default for f in dataclasses.fields(TargetOptions)}
     keywords = {name: p.default for name, p in inspect.signature(connect).parameters.items() if p.kind is p.KEYWORD_ONLY}
@@ -242,7 +242,7 @@ def _snapshot_over_http_only(overrides: dict[str, Any] | None = None, name: str 
     from test_normalise import facts_of
 
     from pytest_sglang import normalise
-    from pytest_sglang.sim import load_profile
+    from pytest_sglang.target.sources.sim import load_profile
 
     profile = load_profile(name)
     return normalise(facts_of(profile.server_info(), profile.model_info(), overrides=overrides))

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from pytest_sglang import connect
-from pytest_sglang.errors import SpecError
-from pytest_sglang.explain import Explanation, explain, explain_launch
-from pytest_sglang.sim.profile import load_profile
+from pytest_sglang.base.errors import SpecError
+from pytest_sglang.judge.explain import Explanation, explain, explain_launch
+from pytest_sglang.target.sources.sim.profile import load_profile
 
 from support import artefact, corpus_files, corpus_text
 
@@ -237,7 +237,7 @@ def test_sglang_lint_passes_a_baseline_whose_only_warning_is_the_consistency_che
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli", *args], capture_output=True, text=True, input=stdin, timeout=120)
+    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", *args], capture_output=True, text=True, input=stdin, timeout=120)
 
 
 def test_cli_explains_a_launch_command_without_a_server():
@@ -304,7 +304,7 @@ def test_lint_and_the_report_section_under_xdist_with_several_hosts(pytester):
 
 @pytest.mark.parametrize("path", corpus_files("launch_commands"), ids=lambda p: p.name)
 def test_every_corpus_launch_command_explains_under_every_release(path):
-    from pytest_sglang.launch import table_versions
+    from pytest_sglang.parse.launch import table_versions
 
     text = corpus_text(path)
     for version in table_versions():

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang.explain import catalog, load
+from pytest_sglang.judge.explain import load
+from pytest_sglang.judge.explain import catalog
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"```console\n\$ (pytest-sglang (?:[^\n]*\\\n)*[^\n]*)\n(.*?)```", re.S)
@@ -29,7 +30,7 @@ def test_the_manual_shows_commands():
 @pytest.mark.parametrize("command, output", _blocks(), ids=[c[:60] for c, _ in _blocks()])
 def test_every_console_block_in_the_manual_is_what_the_command_prints(command, output):
     words = shlex.split(command)
-    done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli", *words[1:]], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", *words[1:]], capture_output=True, text=True, timeout=120)
     shown = output.rstrip("\n").splitlines()
     exit_line = [line for line in shown if line.startswith("$ echo $?")]
     if exit_line:

@@ -12,15 +12,18 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_sglang.explain import explain_launch, load
-from pytest_sglang.explain.expr import ExpressionError, MappingScope, Unknown, compile_expression
-from pytest_sglang.explain import kb as kb_module
-from pytest_sglang.explain.kb import KnowledgeError, load_from
+from pytest_sglang.judge.explain import explain_launch, load
+from pytest_sglang.judge.explain.expr import ExpressionError, MappingScope, Unknown, compile_expression
+from pytest_sglang.judge.explain import kb as kb_module
+from pytest_sglang.model import knowledge as _knowledge
+from pytest_sglang.judge.explain.kb import KnowledgeError, load_from
+
+KNOWLEDGE_DIR = Path(_knowledge.__file__).parent  # the knowledge base's data: rule files, lists, flag tables
 
 DATA = json.loads((Path(__file__).parent / "data" / "sglang-0.5.23-resolutions.json").read_text())
 ARCHS = {"llama": "LlamaForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM"}
 CONFIGS = {"config": DATA["config_yaml"], "config_underscore": DATA["config_underscore_yaml"]}
-KNOWLEDGE = (Path(kb_module.__file__).parent / "data" / "knowledge.toml").read_text()
+KNOWLEDGE = (KNOWLEDGE_DIR / "knowledge.toml").read_text()
 
 GOOD_RULE = """
 [[rule]]
@@ -55,8 +58,8 @@ def test_the_packaged_knowledge_base_loads_and_every_rule_cites_its_source():
 
 def test_the_parsed_copy_of_the_rule_files_is_current():
     knowledge, rules, _ = kb_module._texts()
-    stored = (Path(kb_module.__file__).parent / "data" / kb_module.PARSED).read_text().strip()
-    assert stored == kb_module.parsed_copy(knowledge, rules), "regenerate: python -m pytest_sglang.explain.kb"
+    stored = (KNOWLEDGE_DIR / kb_module.PARSED).read_text().strip()
+    assert stored == kb_module.parsed_copy(knowledge, rules), "regenerate: python -m pytest_sglang.judge.explain.kb"
 
 
 def test_a_stale_parsed_copy_is_never_used(monkeypatch):

@@ -10,13 +10,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_sglang.explain import explain_launch
-from pytest_sglang.explain import kb as kb_module
-from pytest_sglang.explain.kb import KnowledgeError, load_from
-from pytest_sglang.explain.releases import span
-from pytest_sglang.launch import parse_launch_command, table_versions
+from pytest_sglang.judge.explain import explain_launch
+from pytest_sglang.judge.explain import kb as kb_module
+from pytest_sglang.model import knowledge as _knowledge
+from pytest_sglang.judge.explain.kb import KnowledgeError, load_from
+from pytest_sglang.judge.explain.releases import span
+from pytest_sglang.parse.launch import parse_launch_command, table_versions
 
-KNOWLEDGE = (Path(kb_module.__file__).parent / "data" / "knowledge.toml").read_text()
+KNOWLEDGE_DIR = Path(_knowledge.__file__).parent  # the knowledge base's data: rule files, lists, flag tables
+
+KNOWLEDGE = (KNOWLEDGE_DIR / "knowledge.toml").read_text()
 QWEN35 = "Qwen3_5MoeForConditionalGeneration"
 RELEASES = table_versions()
 # A launch command of December 2025 (SGLang 0.5.6 era), pasted without its version.
@@ -212,10 +215,10 @@ def test_on_a_target_a_rule_judges_the_value_before_it_not_the_one_it_made():
     # A server with DP attention reports chunked_prefill_size already divided (8192 // 2). The
     # rule divides the value before it: reading the reported 4096 would predict 2048 and call
     # the server inconsistent.
-    from pytest_sglang.explain.engine import explain_situation
-    from pytest_sglang.explain.kb import load
-    from pytest_sglang.explain.situation import Situation, gpu_facts, model_facts
-    from pytest_sglang.versions import parse_version
+    from pytest_sglang.judge.explain.engine import explain_situation
+    from pytest_sglang.judge.explain.kb import load
+    from pytest_sglang.judge.explain.situation import Situation, gpu_facts, model_facts
+    from pytest_sglang.model.versions import parse_version
 
     kb = load()
     launch = parse_launch_command("python -m sglang.launch_server --model-path m --tp 2 --dp 2 --enable-dp-attention", sglang_version="0.5.12")

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.explain import explain_launch, load
+from pytest_sglang.judge.explain import explain_launch, load
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -65,7 +65,7 @@ def _explain(case: dict[str, Any]):
         return run()
     # The start-up values (the mamba pool size...) a launch command cannot know: given to the
     # situation the launch command is judged in, as a running server would report them.
-    from pytest_sglang.explain import api
+    from pytest_sglang.judge.explain import api
 
     judge = api.explain_situation
 

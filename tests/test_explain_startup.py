@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 
 from pytest_sglang import connect
-from pytest_sglang.errors import ParseError, SpecError
-from pytest_sglang.explain import StartupExplanation, explain, explain_startup_line
-from pytest_sglang.explain.startup import release_defaults, text
-from pytest_sglang.models import Effective, ServerArgs
-from pytest_sglang.render import values_read
-from pytest_sglang.sim.host import simulated_host
-from pytest_sglang.sim.profile import load_profile
+from pytest_sglang.base.errors import ParseError, SpecError
+from pytest_sglang.judge.explain import StartupExplanation, explain, explain_startup_line
+from pytest_sglang.judge.explain.startup import release_defaults
+from pytest_sglang.render.explain import text
+from pytest_sglang.model.config import Effective, ServerArgs
+from pytest_sglang.render.values import values_read
+from pytest_sglang.target.sources.sim.host import simulated_host
+from pytest_sglang.target.sources.sim.profile import load_profile
 
 from support import artefact, corpus_files, corpus_text
 
@@ -214,7 +215,7 @@ def test_a_target_with_a_launch_command_is_explained_as_before():
 
 
 def test_the_cause_of_the_seed_s_failing_value_names_the_mamba_cap():
-    from pytest_sglang.explain.cause import causes
+    from pytest_sglang.judge.explain.cause import causes
 
     with connect(f"sim://{CANDIDATE_PROFILE}") as target:
         running = causes(target, "effective", "max_running_requests", 26)
@@ -227,7 +228,7 @@ def test_the_cause_of_the_seed_s_failing_value_names_the_mamba_cap():
 
 
 def test_a_value_of_the_baseline_that_no_rule_set_has_no_cause():
-    from pytest_sglang.explain.cause import causes
+    from pytest_sglang.judge.explain.cause import causes
 
     with connect(f"sim://{BASELINE_PROFILE}") as target:
         assert causes(target, "effective", "max_running_requests", 48) == []
@@ -273,7 +274,7 @@ def test_a_passing_suite_explains_nothing(pytester):
 
 
 def test_the_cause_section_survives_a_broken_knowledge_base(pytester, monkeypatch):
-    import pytest_sglang.explain.cause as cause
+    import pytest_sglang.judge.explain.cause as cause
 
     def broken(*args, **kwargs):
         raise RuntimeError("the knowledge base is broken")
@@ -298,7 +299,7 @@ def test_a_target_without_a_launch_command_shows_the_values_sglang_set_in_the_ex
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli", "explain", *args], capture_output=True, text=True, input=stdin, timeout=120)
+    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", "explain", *args], capture_output=True, text=True, input=stdin, timeout=120)
 
 
 def test_cli_explains_a_start_up_log(tmp_path):
@@ -379,7 +380,7 @@ def test_the_docs_failure_section_is_what_a_failing_test_prints(pytester):
 def test_the_docs_start_up_line_excerpt_is_what_the_command_prints(tmp_path):
     (tmp_path / "server.log").write_text(startup_log(CANDIDATE_PROFILE))
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_sglang.cli", "explain", "--startup-line", "server.log", "--gpu", "RTX PRO 6000", "--gpus", "4", "--model", QWEN35],
+        [sys.executable, "-m", "pytest_sglang.cli.main", "explain", "--startup-line", "server.log", "--gpu", "RTX PRO 6000", "--gpus", "4", "--model", QWEN35],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     printed = done.stdout.splitlines()

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-PACKAGES = ["pytest_sglang", "pytest_sglang.explain", "pytest_sglang.fleet", "pytest_sglang.capture", "pytest_sglang.bench"]
+PACKAGES = ["pytest_sglang", "pytest_sglang.judge.explain", "pytest_sglang.judge.fleet", "pytest_sglang.render.capture", "pytest_sglang.judge.bench"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -28,31 +28,31 @@ def test_every_exported_name_resolves_and_is_listed(package: str) -> None:
 
 
 def test_an_alias_resolves_to_what_it_names() -> None:
-    from pytest_sglang.capture import ReplayTarget, Target
+    from pytest_sglang.render.capture import ReplayTarget, Target
 
     assert Target is ReplayTarget
 
 
 def test_the_plugin_loads_without_the_capabilities_a_run_does_not_use() -> None:
-    """What ``import pytest_sglang.plugin`` brings in: not the explain engine, the fleet
+    """What ``import pytest_sglang.plugin.core`` brings in: not the explain engine, the fleet
     comparison, the replay stack or the benchmark client (each is imported when first used)."""
     code = (
         "import json, sys\n"
-        "import pytest_sglang, pytest_sglang.plugin, pytest_sglang.explain, pytest_sglang.fleet\n"
+        "import pytest_sglang, pytest_sglang.plugin.core, pytest_sglang.judge.explain, pytest_sglang.judge.fleet\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith('pytest_sglang'))))\n"
     )
     loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout))
-    for heavy in ("pytest_sglang.explain.engine", "pytest_sglang.explain.api", "pytest_sglang.fleet.core", "pytest_sglang.capture.replay", "pytest_sglang.bench.load"):
+    for heavy in ("pytest_sglang.judge.explain.engine", "pytest_sglang.judge.explain.api", "pytest_sglang.judge.fleet.core", "pytest_sglang.target.sources.replay", "pytest_sglang.collect.bench.load"):
         assert heavy not in loaded, heavy
 
 
 def test_an_exported_name_is_what_its_module_holds_now(monkeypatch: pytest.MonkeyPatch) -> None:
     """The package keeps no copy: patching the defining module is seen through the package."""
-    import pytest_sglang.fleet
-    import pytest_sglang.fleet.core as core
+    import pytest_sglang.judge.fleet
+    import pytest_sglang.judge.fleet.core as core
 
-    assert pytest_sglang.fleet.drift is core.drift
+    assert pytest_sglang.judge.fleet.drift is core.drift
     monkeypatch.setattr(core, "open_targets", lambda *a, **k: {})
-    from pytest_sglang.fleet import open_targets
+    from pytest_sglang.judge.fleet import open_targets
 
     assert open_targets is core.open_targets

@@ -24,13 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang import _files
-from pytest_sglang.baseline.plugin import BENCH_SUFFIX, MAX_PLAIN_KEY_BYTES, NAME_MAX_BYTES, baseline_file, key_file_stem
-from pytest_sglang.cli import main
+from pytest_sglang.base import files as _files
+from pytest_sglang.judge.baseline.store import BENCH_SUFFIX, MAX_PLAIN_KEY_BYTES, NAME_MAX_BYTES, baseline_file, key_file_stem
+from pytest_sglang.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
-PROFILE = ROOT / "pytest_sglang" / "sim" / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json"
+PROFILE = ROOT / "pytest_sglang" / "target" / "sources" / "sim" / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json"
 KEY = "Qwen3.5-122B-A10B__4xRTX-PRO-6000__sglang-0.5.12__tp4"  # BASELINE's default deployment key
 BENCH_DATA = ROOT / "tests" / "data" / "bench_serving"
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -289,7 +289,7 @@ def _limited(args: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli", *args], capture_output=True, text=True, timeout=50, preexec_fn=limit)
+    done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", *args], capture_output=True, text=True, timeout=50, preexec_fn=limit)
     return done, time.monotonic() - start
 
 
@@ -383,8 +383,8 @@ def test_json_nested_100000_deep_is_one_line_not_recursion_error(tmp_path, capsy
 
 
 def test_a_deep_bench_baseline_is_one_line(tmp_path):
-    from pytest_sglang.bench.compare import BenchBaselineError
-    from pytest_sglang.bench.session import _read
+    from pytest_sglang.judge.bench.compare import BenchBaselineError
+    from pytest_sglang.plugin.bench_session import _read
 
     path = tmp_path / f"k{BENCH_SUFFIX}"
     path.write_text(DEEP)
@@ -403,8 +403,8 @@ def test_a_deep_bench_baseline_is_one_line(tmp_path):
     ],
 )
 def test_odd_figures_in_a_bench_baseline_are_one_line(tmp_path, levels, said):
-    from pytest_sglang.bench.compare import BenchBaselineError
-    from pytest_sglang.bench.session import _read
+    from pytest_sglang.judge.bench.compare import BenchBaselineError
+    from pytest_sglang.plugin.bench_session import _read
 
     path = tmp_path / f"k{BENCH_SUFFIX}"
     path.write_text(json.dumps({"kind": "pytest-sglang bench baseline", "benchmarks": {"small": {"levels": levels}}}))

@@ -75,7 +75,7 @@ def test_a_body_nested_past_the_json_parsers_limit_fails_that_host_only(pytester
 def test_an_unexpected_exception_while_reading_a_host_is_that_hosts_one_line_error(pytester, good, monkeypatch):
     """The boundary itself: a bug or a library error inside collection fails that host only."""
     pytester.makeconftest(
-        "import pytest_sglang.normaliser as n\n"
+        "import pytest_sglang.normaliser.snapshot as n\n"
         "real = n.normalise\n"
         "def boom(facts):\n"
         "    if 'boom' in facts.target:\n"
@@ -87,7 +87,7 @@ def test_an_unexpected_exception_while_reading_a_host_is_that_hosts_one_line_err
         "    if '127.0.0.2' in client.base_url:\n"
         "        raise RuntimeError('something inside broke')\n"
         "    return real_collect(client, **kw)\n"
-        "import pytest_sglang.target as t\n"
+        "import pytest_sglang.target.sources.live as t\n"
         "t.collect_http = collect\n"
     )
     port = good.url.rsplit(":", 1)[1]
@@ -370,7 +370,7 @@ def test_host_access_options_with_a_simulated_target_say_they_are_not_used(pytes
 
 def test_the_api_key_is_hidden_from_reprs():
     from pytest_sglang import TargetOptions
-    from pytest_sglang.secrets import Secret
+    from pytest_sglang.base.secrets import Secret
 
     options = TargetOptions(api_key=KEY)
     assert KEY not in repr(options)
@@ -381,7 +381,7 @@ def test_the_api_key_is_hidden_from_reprs():
 def test_the_scrubber_removes_every_form_of_a_registered_secret():
     from urllib.parse import quote, quote_plus
 
-    from pytest_sglang.secrets import register, scrub
+    from pytest_sglang.base.secrets import register, scrub
 
     secret = "pa ss/wörd\r\"x"
     register(secret)

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-import pytest_sglang.sim
-from pytest_sglang.errors import SGLangError
-from pytest_sglang.fleet import documents, drift, open_targets
-from pytest_sglang.spec import parse_spec
-from pytest_sglang.target import Target
+import pytest_sglang.target.sources.sim
+from pytest_sglang.base.errors import SGLangError
+from pytest_sglang.judge.fleet import documents, drift, open_targets
+from pytest_sglang.target.spec import parse_spec
+from pytest_sglang.target import target as target_module
+from pytest_sglang.target.target import Target
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
-PROFILES = Path(pytest_sglang.sim.__file__).parent / "profiles"
+PROFILES = Path(pytest_sglang.target.sources.sim.__file__).parent / "profiles"
 
 
 def replica(folder: Path, name: str, **server_args: object) -> str:
@@ -140,14 +141,14 @@ def test_hosts_are_opened_at_once_one_thread_each_and_keep_their_own_errors(monk
     specs = [parse_spec(BASELINE), parse_spec(CANDIDATE), parse_spec(f"http://127.0.0.1:{free_port}")]
     barrier = threading.Barrier(len(specs), timeout=20)
     threads: set[str] = set()
-    original = Target.open.__func__  # type: ignore[attr-defined]
+    original = target_module.open_target
 
-    def open_together(cls, spec, options=None):
+    def open_together(spec, options=None):
         threads.add(threading.current_thread().name)
         barrier.wait()
-        return original(cls, spec, options)
+        return original(spec, options)
 
-    monkeypatch.setattr(Target, "open", classmethod(open_together))
+    monkeypatch.setattr(target_module, "open_target", open_together)
     opened = open_targets(specs)
     try:
         assert len(threads) == 3
@@ -164,7 +165,7 @@ def test_hosts_are_opened_at_once_one_thread_each_and_keep_their_own_errors(monk
 
 def test_the_run_header_opens_every_host_in_parallel(pytester, monkeypatch):
     seen: list[int] = []
-    import pytest_sglang.fleet.core as core
+    import pytest_sglang.judge.fleet.core as core
 
     original = core.open_targets
 

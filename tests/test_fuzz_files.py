@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang import _files
-from pytest_sglang.errors import SGLangError
+from pytest_sglang.base import files as _files
+from pytest_sglang.base.errors import SGLangError
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
@@ -190,7 +190,7 @@ def bounded(seconds: float) -> Iterator[None]:
 
 
 def run_cli(*args: str) -> tuple[int, str]:
-    from pytest_sglang.cli import main
+    from pytest_sglang.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -203,10 +203,10 @@ def run_cli(*args: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from pytest_sglang.baseline import document
-    from pytest_sglang.baseline.store import file_content
-    from pytest_sglang.capture import write_capture
-    from pytest_sglang.target import connect
+    from pytest_sglang.judge.baseline import document
+    from pytest_sglang.judge.baseline.store import file_content
+    from pytest_sglang.render.capture import write_capture
+    from pytest_sglang.target.target import connect
 
     folder = tmp_path_factory.mktemp("real")
     with connect(BASELINE) as target:
@@ -269,8 +269,8 @@ POLICY_LINES = st.lists(
 
 
 def test_any_baseline_file_and_policy_compares_or_is_one_line(real: dict[str, Any]) -> None:
-    from pytest_sglang.baseline.compare import Policy, changes, summary
-    from pytest_sglang.baseline.store import load_baseline
+    from pytest_sglang.judge.baseline.compare import Policy, changes, summary
+    from pytest_sglang.judge.baseline.store import load_baseline
 
     strategy = st.one_of(mutated_json(real["baseline"]), mutated_json(real["baseline"], ("effective",)), mutated_json(real["baseline"], ("server_args",)))
 
@@ -334,8 +334,8 @@ def bench_jsonl(draw: Any) -> bytes:
 
 
 def test_any_bench_serving_import_judges_or_names_file_and_line() -> None:
-    from pytest_sglang.bench.bench_serving import BenchServingImportError, load_bench_serving
-    from pytest_sglang.bench.render import render_result
+    from pytest_sglang.collect.bench.bench_serving import BenchServingImportError, load_bench_serving
+    from pytest_sglang.render.bench import render_result
 
     @settings(40)
     @hypothesis.given(content=st.one_of(bench_text(), bench_jsonl()), kind=KINDS)
@@ -372,9 +372,9 @@ PLANTED = st.lists(
 
 
 def test_writers_write_only_their_file_inside_the_folder() -> None:
-    from pytest_sglang.baseline.plugin import BENCH_SUFFIX, baseline_file
-    from pytest_sglang.baseline.store import write_baseline
-    from pytest_sglang.bench.session import locked
+    from pytest_sglang.judge.baseline.store import BENCH_SUFFIX, baseline_file
+    from pytest_sglang.judge.baseline.store import write_baseline
+    from pytest_sglang.plugin.bench_session import locked
 
     @settings(40)
     @hypothesis.given(key=KEYS, planted=PLANTED)
@@ -425,9 +425,9 @@ def test_writers_write_only_their_file_inside_the_folder() -> None:
 
 
 def test_any_benchmark_baseline_compares_or_is_one_line() -> None:
-    from pytest_sglang.bench.bench_serving import load_bench_serving
-    from pytest_sglang.bench.compare import BENCH_BASELINE_KIND, baseline_entry, compare_to_baseline
-    from pytest_sglang.bench.session import _read
+    from pytest_sglang.collect.bench.bench_serving import load_bench_serving
+    from pytest_sglang.judge.bench.compare import BENCH_BASELINE_KIND, baseline_entry, compare_to_baseline
+    from pytest_sglang.plugin.bench_session import _read
 
     result = load_bench_serving(BENCH_DATA / "sglang-c8-summary.jsonl")
     stored = {"kind": BENCH_BASELINE_KIND, "key": "k", "benchmarks": {"b": json.loads(json.dumps(baseline_entry(result)))}}

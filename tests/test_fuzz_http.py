@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sglang.collect.http import HttpClient, collect_http
-from pytest_sglang.errors import SGLangError
+from pytest_sglang.base.errors import SGLangError
 from test_http_read_path import RawServer, no_piece_of
 
 KEY = "sk-FuZz-7Qx9-SECRETkey-Wv3Lm8Np"

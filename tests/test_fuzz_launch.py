@@ -8,7 +8,7 @@ under a credential key of a flag's JSON value (``{"hf_token": ...}``) reaches an
 
 A fixed set of examples (derandomized, no deadline), a few seconds each way; a deeper, random
 search: ``ODD_VALUES_EXAMPLES=5000 pytest tests/test_fuzz_launch.py``. The tests redact outside a
-collection (:func:`pytest_sglang.secrets.collecting`), so the hundreds of secrets they make up
+collection (:func:`pytest_sglang.base.secrets.collecting`), so the hundreds of secrets they make up
 are never registered process-wide.
 """
 
@@ -20,12 +20,12 @@ import time
 
 import pytest
 
-from pytest_sglang._shell import ShellSyntaxError, simple_commands
-from pytest_sglang.errors import SGLangError, SpecError
-from pytest_sglang.facts import Endpoint, Facts
-from pytest_sglang.launch import parse_launch_command, split_command
-from pytest_sglang.normaliser import normalise
-from pytest_sglang.redact import MAX_COMMAND, redact_command, redact_mapping
+from pytest_sglang.parse.shellwords import ShellSyntaxError, simple_commands
+from pytest_sglang.base.errors import SGLangError, SpecError
+from pytest_sglang.model.facts import Endpoint, Facts
+from pytest_sglang.parse.launch import parse_launch_command, split_command
+from pytest_sglang.normaliser.snapshot import normalise
+from pytest_sglang.parse.redact import MAX_COMMAND, redact_command, redact_mapping
 from support import property_settings
 
 hypothesis = pytest.importorskip("hypothesis")

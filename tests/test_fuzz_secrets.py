@@ -3,9 +3,9 @@
 Hypothesis makes the keys (printable and not, quotes, ampersands, angle brackets, spaces,
 unicode) and the texts around them. Whatever it makes:
 
-- no spelling of the key survives :func:`~pytest_sglang.secrets.scrub` (raw, stripped, white
+- no spelling of the key survives :func:`~pytest_sglang.base.secrets.scrub` (raw, stripped, white
   space collapsed, HTML-escaped every way, URL-encoded, JSON, ``repr``, shell-quoted);
-- :func:`~pytest_sglang.secrets.clip` never leaves a piece of 6 characters or more of the key
+- :func:`~pytest_sglang.base.secrets.clip` never leaves a piece of 6 characters or more of the key
   (or of any of its spellings), whether the key is known to the clip or only to a scrub after
   it, at either end, at any limit;
 - its result is at most ``limit + len(ellipsis)`` characters (at most ``limit`` once the limit
@@ -24,7 +24,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from pytest_sglang.secrets import ELLIPSIS, REDACTED, Registry, clip, forms, scrub
+from pytest_sglang.base.secrets import ELLIPSIS, REDACTED, Registry, clip, forms, scrub
 from support import property_settings
 
 hypothesis = pytest.importorskip("hypothesis")

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from support import property_settings
-from pytest_sglang.errors import SpecError, TargetError
-from pytest_sglang.host import HostOptions, assignments, collection_script, parse_output, script_values
-from pytest_sglang.logs import LogSource
+from pytest_sglang.base.errors import SpecError, TargetError
+from pytest_sglang.collect.host import HostOptions, assignments, collection_script, parse_output, script_values
+from pytest_sglang.parse.logs import LogSource
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from pytest_sglang import TargetError
-from pytest_sglang.host import HostOptions, collect_host
-from pytest_sglang.logs import LogSource, SGLangLogs
-from pytest_sglang.shell.ssh import SSHShell
-from pytest_sglang.sim import load_profile
+from pytest_sglang.collect.host import HostOptions, collect_host
+from pytest_sglang.parse.logs import LogSource, SGLangLogs
+from pytest_sglang.collect.shell.ssh import SSHShell
+from pytest_sglang.target.sources.sim import load_profile
 from testhost import API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN, OLD_DRIVER_CASE, OLD_DRIVER_COMPUTE_CAP, STANDIN_PORT
 
 SECRETS = (API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN)
@@ -500,8 +500,8 @@ def test_the_example_suite_against_the_seed_deployments_host(pytester, clean_tes
     ],
 )
 def test_an_odd_ssh_destination_is_one_line_before_any_connection(text, message):
-    from pytest_sglang.errors import SpecError
-    from pytest_sglang.shell.ssh import Destination
+    from pytest_sglang.base.errors import SpecError
+    from pytest_sglang.collect.shell.ssh import Destination
 
     with pytest.raises(SpecError) as info:
         Destination.parse(text)
@@ -519,7 +519,7 @@ def test_an_odd_ssh_destination_is_one_line_before_any_connection(text, message)
     ],
 )
 def test_ssh_destinations_as_users_write_them(text, parsed):
-    from pytest_sglang.shell.ssh import Destination
+    from pytest_sglang.collect.shell.ssh import Destination
 
     d = Destination.parse(text)
     assert (d.host, d.user, d.port) == parsed

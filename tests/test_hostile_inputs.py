@@ -2,9 +2,9 @@
 read in time linear in its size, fails only its own host with one line, and never echoes a
 secret.
 
-- the shell tokenizer (:func:`pytest_sglang._shell.split_words`, ``simple_commands``) reads
+- the shell tokenizer (:func:`pytest_sglang.parse.shellwords.split_words`, ``simple_commands``) reads
   exactly as ``shlex`` and the former character reader did, in linear time;
-- a launch command over :data:`pytest_sglang.redact.MAX_COMMAND` is refused with a note, at
+- a launch command over :data:`pytest_sglang.parse.redact.MAX_COMMAND` is refused with a note, at
   the collection boundary and wherever a command is parsed, and nothing of it is echoed;
 - a target whose facts cannot be normalised fails its own tests in one line; the others run;
 - baseline documents with fields of the wrong type compare as differences;
@@ -23,14 +23,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang._shell import Command, ShellSyntaxError, simple_commands, split_words
-from pytest_sglang.errors import SpecError, TargetError
-from pytest_sglang.facts import Endpoint, Facts
-from pytest_sglang.launch import MAX_SECRET_VALUES, parse_launch_command
-from pytest_sglang.normaliser import normalise
-from pytest_sglang.redact import MAX_COMMAND, REDACTED, is_refused_command, redact_command, redact_mapping
-from pytest_sglang.secrets import collecting
-from pytest_sglang.spec import parse_spec
+from pytest_sglang.parse.shellwords import Command, ShellSyntaxError, simple_commands, split_words
+from pytest_sglang.base.errors import SpecError, TargetError
+from pytest_sglang.model.facts import Endpoint, Facts
+from pytest_sglang.parse.launch import MAX_SECRET_VALUES, parse_launch_command
+from pytest_sglang.normaliser.snapshot import normalise
+from pytest_sglang.parse.redact import MAX_COMMAND, REDACTED, is_refused_command, redact_command, redact_mapping
+from pytest_sglang.base.secrets import collecting
+from pytest_sglang.target.spec import parse_spec
 from support import property_settings
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -118,7 +118,7 @@ _REDIRECT = ("&>>", "&>", ">>", ">&", ">|", "<&", "<<<", "<<", "<>", ">", "<")
 
 
 def reference_simple_commands(text: str) -> list[Command]:  # noqa: C901  (a verbatim copy)
-    from pytest_sglang._shell import _unwrap
+    from pytest_sglang.parse.shellwords import _unwrap
 
     text = _unwrap(text)
     commands = [Command()]
@@ -289,7 +289,7 @@ def facts_with(launch_command: object, **extra: object) -> Facts:
 
 @pytest.mark.parametrize("given", ["raw", "noted"], ids=["a-raw-command-as-a-capture-holds-it", "the-note-the-redactor-left"])
 def test_the_normaliser_does_not_read_a_command_over_the_cap_and_says_why(given):
-    from pytest_sglang.target import Target
+    from pytest_sglang.target.target import Target
 
     command = big_command() if given == "raw" else redact_mapping({"launch_command": big_command()})["launch_command"]
     started = time.perf_counter()
@@ -331,7 +331,7 @@ def test_explain_launch_file_of_one_megabyte_is_one_line_at_once(tmp_path):
     path = tmp_path / "launch.sh"
     path.write_text("python -m sglang.launch_server " + big_command() + "\n")
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli", "explain", "--launch-file", str(path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", "explain", "--launch-file", str(path)], capture_output=True, text=True, timeout=120)
     elapsed = time.perf_counter() - started
     assert done.returncode == 2 and elapsed < 30  # process start-up included; it took 34 s before
     assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
@@ -345,7 +345,7 @@ def test_explain_launch_file_of_one_megabyte_is_one_line_at_once(tmp_path):
 def capture(tmp_path_factory) -> dict:
     """A capture of the bundled llama profile, as JSON (each test edits its own copy)."""
     from pytest_sglang import connect
-    from pytest_sglang.capture import write_capture
+    from pytest_sglang.render.capture import write_capture
 
     path = tmp_path_factory.mktemp("captures") / "llama.json"
     with connect(LLAMA) as target:
@@ -399,7 +399,8 @@ def test_a_capture_whose_server_info_is_a_list_fails_its_own_tests_in_one_line_b
 
 
 def test_any_failure_while_normalising_is_one_target_error_naming_the_target(tmp_path, capture, monkeypatch):
-    from pytest_sglang import connect, target as target_module
+    from pytest_sglang import connect
+    from pytest_sglang.target import core as target_module
 
     path = tmp_path / "cap.json"
     path.write_text(json.dumps(capture))
@@ -475,7 +476,7 @@ def put(doc: dict, path: tuple, value: object) -> dict:
 @pytest.mark.parametrize("value", WRONG, ids=lambda v: type(v).__name__)
 @pytest.mark.parametrize("side", ["baseline", "live"])
 def test_a_field_of_the_wrong_type_compares_as_a_difference(path, value, side):
-    from pytest_sglang.baseline.compare import changes, summary
+    from pytest_sglang.judge.baseline.compare import changes, summary
 
     odd = put(DOC, path, value)
     baseline, live = (odd, DOC) if side == "baseline" else (DOC, odd)
@@ -492,7 +493,7 @@ def test_a_field_of_the_wrong_type_compares_as_a_difference(path, value, side):
 
 
 def test_a_document_that_is_not_an_object_is_one_line_spec_error():
-    from pytest_sglang.baseline.compare import changes
+    from pytest_sglang.judge.baseline.compare import changes
 
     with pytest.raises(SpecError, match="a configuration document is a JSON object, not a list"):
         changes([1, 2], DOC)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ regression test and, where a class of inputs is involved, a property.
 - ``--timeout`` of the command line and ``--sglang-timeout`` take a positive finite number of
   seconds, checked by one validator; ``-1``, ``nan``, ``inf``, ``0`` are one usage line;
 - a token count over 2^53 is refused where a frame is read and where a record is built;
-- outside text is shortened only by :func:`pytest_sglang.secrets.clip` (an AST scan keeps it so),
+- outside text is shortened only by :func:`pytest_sglang.base.secrets.clip` (an AST scan keeps it so),
   and no piece of a key survives a cut at any converted site;
 - ``explain --startup-line``, a model's ``config.json`` and the SSH key are read through the
   bounded reader: a FIFO or ``/dev/zero`` is one line at once;
@@ -36,11 +36,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang import _files, secrets
-from pytest_sglang.baseline.plugin import respell_update_option
-from pytest_sglang.cli import main, seconds
-from pytest_sglang.errors import SpecError
-from pytest_sglang.options import MAX_SECONDS, NumberProblem, TargetOptions, checked_number
+from pytest_sglang.base import files as _files
+from pytest_sglang.base import secrets
+from pytest_sglang.plugin.baseline import respell_update_option
+from pytest_sglang.cli.main import main, seconds
+from pytest_sglang.base.errors import SpecError
+from pytest_sglang.target.options import MAX_SECONDS, NumberProblem, TargetOptions, checked_number
 from support import property_settings
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -221,7 +222,7 @@ def test_the_library_check_of_timeouts_is_the_same_check() -> None:
 
 
 def test_a_record_built_with_a_huge_count_is_refused_in_one_line() -> None:
-    from pytest_sglang.bench.model import MAX_TOKENS, RequestRecord
+    from pytest_sglang.model.bench import MAX_TOKENS, RequestRecord
 
     for field in ("input_tokens", "output_tokens"):
         with pytest.raises(ValueError, match=rf"^RequestRecord\.{field} is over 2\^53 \(1329 bits\): a token count is a whole number from 0 to 2\^53$"):
@@ -238,7 +239,7 @@ def test_a_record_built_with_a_huge_count_is_refused_in_one_line() -> None:
 @SETTINGS
 @hypothesis.given(count=st.one_of(st.integers(-(2**70), 2**70), st.integers(0, 2**60).map(lambda n: 2**53 + n), st.just(10**400)))
 def test_tpot_never_overflows_on_a_record_the_library_built(count: int) -> None:
-    from pytest_sglang.bench.model import RequestRecord
+    from pytest_sglang.model.bench import RequestRecord
 
     try:
         record = RequestRecord(0, 0.0, first_token=0.5, end=1.5, output_tokens=count)
@@ -252,7 +253,7 @@ def test_tpot_never_overflows_on_a_record_the_library_built(count: int) -> None:
 
 @pytest.mark.parametrize("value", [2**53 + 1, 10**400, 1e300, 2.0**60])
 def test_a_frame_count_past_2_53_is_refused_where_the_frame_is_read(value: float) -> None:
-    from pytest_sglang.bench import load
+    from pytest_sglang.collect.bench import load
 
     with pytest.raises(load._BadFrame, match=r"^a stream frame's usage\.completion_tokens is not a count of tokens: .*, over 2\^53$"):
         load._count_field({"completion_tokens": value}, "completion_tokens", "usage")
@@ -268,8 +269,8 @@ def test_a_frame_count_past_2_53_is_refused_where_the_frame_is_read(value: float
 _TEXT_CALLS = {"str", "repr", "join", "strip", "lstrip", "rstrip", "decode", "format", "lower", "upper", "replace"}
 # Slices that are not outside text shortened for a reader, each with its reason.
 _NOT_A_CUT = {
-    ("pytest_sglang/capture/files.py", "stem[:150]"): "a file name made of [A-Za-z0-9._-] only, not a message",
-    ("pytest_sglang/bench/load.py", "payload[:1024]"): "bounds repr()'s work on a long frame before clip cuts it to 80 characters",
+    ("pytest_sglang/render/capture.py", "stem[:150]"): "a file name made of [A-Za-z0-9._-] only, not a message",
+    ("pytest_sglang/collect/bench/load.py", "payload[:1024]"): "bounds repr()'s work on a long frame before clip cuts it to 80 characters",
 }
 
 
@@ -361,11 +362,11 @@ def test_no_module_shortens_outside_text_but_through_clip() -> None:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = str(path.relative_to(ROOT))
-        if rel == "pytest_sglang/secrets.py":
+        if rel == "pytest_sglang/base/secrets.py":
             continue
         for line, piece, shape in text_cuts(path.read_text(encoding="utf-8")):
             if (rel, piece) not in _NOT_A_CUT:
-                found.append(f"{rel}:{line}: {piece} ({shape}): shorten outside text with pytest_sglang.secrets.clip")
+                found.append(f"{rel}:{line}: {piece} ({shape}): shorten outside text with pytest_sglang.base.secrets.clip")
     assert not found, "\n".join(found)
 
 
@@ -382,7 +383,7 @@ def registry(*values: str) -> Iterator[None]:
 
 
 def _session_problem(text: str) -> str:
-    from pytest_sglang.bench.session import _entry_problem
+    from pytest_sglang.plugin.bench_session import _entry_problem
 
     return str(_entry_problem({"levels": {text: 1}}))
 
@@ -398,8 +399,8 @@ def _body_decoder(text: str) -> str:
 
 
 def _startup_snippet(text: str) -> str:
-    from pytest_sglang.errors import ParseError
-    from pytest_sglang.parse import parse_startup_line
+    from pytest_sglang.base.errors import ParseError
+    from pytest_sglang.parse.lines import parse_startup_line
 
     try:
         parse_startup_line(text)
@@ -409,7 +410,7 @@ def _startup_snippet(text: str) -> str:
 
 
 def _bench_error(text: str) -> str:
-    from pytest_sglang.bench.bench_serving import _distinct_errors
+    from pytest_sglang.collect.bench.bench_serving import _distinct_errors
 
     return " ".join(_distinct_errors([text]))
 
@@ -425,11 +426,11 @@ def _site(module: str, name: str) -> Callable[[str], str]:
 
 
 SITES = [
-    _site("pytest_sglang.launch", "_text"),
-    _site("pytest_sglang.launch", "_shown"),
-    _site("pytest_sglang._listforms", "_shown"),
-    _site("pytest_sglang.bench.bench_serving", "_brief"),
-    _site("pytest_sglang.bench.bench_serving", "_shown"),
+    _site("pytest_sglang.parse.launch", "_text"),
+    _site("pytest_sglang.parse.launch", "_shown"),
+    _site("pytest_sglang.parse.listforms", "_shown"),
+    _site("pytest_sglang.collect.bench.bench_serving", "_brief"),
+    _site("pytest_sglang.collect.bench.bench_serving", "_shown"),
     _site("pytest_sglang.collect.http", "_clip"),
     _session_problem,
     _body_decoder,
@@ -472,7 +473,7 @@ def test_explain_startup_line_of_a_fifo_or_dev_zero_is_one_line_at_once(tmp_path
 def test_explain_startup_line_from_standard_input_of_dev_zero_is_capped() -> None:
     started = time.monotonic()
     with open("/dev/zero", "rb") as zero:
-        done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli", "explain", "--startup-line", "-"], stdin=zero, capture_output=True, text=True, timeout=60)
+        done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", "explain", "--startup-line", "-"], stdin=zero, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     said = "pytest-sglang: --startup-line -: standard input holds more than the 64 MiB it may be; give the line itself (grep -m1 server_args= LOG)"
     assert done.stderr.strip() == said
@@ -521,7 +522,7 @@ def test_an_ssh_key_that_is_a_fifo_stops_a_pytest_run_in_one_line(pytester: pyte
 
 
 def test_an_ssh_key_over_the_cap_is_refused_before_paramiko_reads_it(tmp_path: Path) -> None:
-    from pytest_sglang.shell.ssh import KEY_CAP_BYTES
+    from pytest_sglang.collect.shell.ssh import KEY_CAP_BYTES
 
     key = tmp_path / "id_rsa"
     with open(key, "wb") as f:
@@ -579,10 +580,10 @@ def test_a_registry_filled_a_secret_at_a_time_scrubs_as_one_filled_at_once(value
 
 
 def test_a_secret_value_starting_with_a_dash_is_hidden_everywhere() -> None:
-    from pytest_sglang.facts import Endpoint, Facts
-    from pytest_sglang.launch import parse_launch_command
-    from pytest_sglang.normaliser import normalise
-    from pytest_sglang.redact import redact_command, redact_mapping
+    from pytest_sglang.model.facts import Endpoint, Facts
+    from pytest_sglang.parse.launch import parse_launch_command
+    from pytest_sglang.normaliser.snapshot import normalise
+    from pytest_sglang.parse.redact import redact_command, redact_mapping
 
     command = "python -m sglang.launch_server --model-path m --api-key -abc123secret --tp 2"
     assert redact_command(command) == "python -m sglang.launch_server --model-path m --api-key <redacted> --tp 2"
@@ -599,8 +600,8 @@ JSON_ARGS = '{"hf_token": "hf_abcdefgh1234", "api_key": "sk-json-5678", "rope_sc
 
 
 def test_credential_keys_inside_a_json_flag_value_are_hidden_and_the_rest_kept_as_written() -> None:
-    from pytest_sglang.launch import parse_launch_command
-    from pytest_sglang.redact import redact_command_all
+    from pytest_sglang.parse.launch import parse_launch_command
+    from pytest_sglang.parse.redact import redact_command_all
 
     command = "python -m sglang.launch_server --model-path m --json-model-override-args " + shlex.quote(JSON_ARGS)
     redacted = redact_command_all(command)
@@ -613,7 +614,7 @@ def test_credential_keys_inside_a_json_flag_value_are_hidden_and_the_rest_kept_a
 
 def test_a_json_value_with_dashes_and_spaces_is_no_longer_read_as_a_command() -> None:
     """It used to be split as a shell command and joined again, its quotes gone."""
-    from pytest_sglang.redact import redact_command
+    from pytest_sglang.parse.redact import redact_command
 
     value = '{"rope_scaling": {"type": "yarn-x", "original_max_position_embeddings": 8192}}'
     command = "--json-model-override-args " + shlex.quote(value)
@@ -621,14 +622,14 @@ def test_a_json_value_with_dashes_and_spaces_is_no_longer_read_as_a_command() ->
 
 
 def test_a_command_inside_a_json_string_has_its_secret_hidden_where_it_stands() -> None:
-    from pytest_sglang.redact import redact_command
+    from pytest_sglang.parse.redact import redact_command
 
     value = json.dumps(["sh", "-c", "serve --api-key sk-inner-123456 --tp 2"])
     assert redact_command("--x " + shlex.quote(value)) == "--x " + shlex.quote(json.dumps(["sh", "-c", "serve --api-key <redacted> --tp 2"]))
 
 
 def test_a_json_value_of_thousands_of_commands_is_read_in_linear_time() -> None:
-    from pytest_sglang.redact import redact_command
+    from pytest_sglang.parse.redact import redact_command
 
     value = json.dumps([f"serve --api-key sk-{i:06d}" for i in range(9000)])  # 261 KB
     started = time.perf_counter()
@@ -642,7 +643,7 @@ def test_a_json_value_of_thousands_of_commands_is_read_in_linear_time() -> None:
      ("num_key_value_heads", False), ("max_tokens", False), ("tokenizer", False), ("key_value", False), ("rope_type", False)],
 )
 def test_which_json_keys_name_a_credential(name: str, secret: bool) -> None:
-    from pytest_sglang.redact import is_secret_json_key
+    from pytest_sglang.parse.redact import is_secret_json_key
 
     assert is_secret_json_key(name) is secret
 
@@ -653,7 +654,7 @@ def test_which_json_keys_name_a_credential(name: str, secret: bool) -> None:
 @SETTINGS
 @hypothesis.given(text=st.text(alphabet="ab -=.'\"\\\n\t", max_size=200).map(lambda t: "python -m sglang.launch_server " + t))
 def test_the_simulator_reads_a_profile_s_launch_command_as_shlex_did(text: str) -> None:
-    from pytest_sglang.sim.profile import _argv_of
+    from pytest_sglang.target.sources.sim.profile import _argv_of
 
     try:
         words = shlex.split(text)
@@ -665,7 +666,7 @@ def test_the_simulator_reads_a_profile_s_launch_command_as_shlex_did(text: str) 
 
 
 def test_the_simulator_reads_a_megabyte_launch_command_in_linear_time() -> None:
-    from pytest_sglang.sim.profile import _argv_of
+    from pytest_sglang.target.sources.sim.profile import _argv_of
 
     text = "python -m sglang.launch_server " + "\\a" * (1 << 19)
     started = time.perf_counter()
@@ -677,7 +678,7 @@ def test_the_simulator_reads_a_megabyte_launch_command_in_linear_time() -> None:
 
 
 def _bench_state(folder: Path):  # type: ignore[no-untyped-def]
-    from pytest_sglang.bench.plugin import BenchPlugin
+    from pytest_sglang.plugin.bench import BenchPlugin
 
     state = BenchPlugin.__new__(BenchPlugin)  # the two methods use these only
     state.failed_hosts = {}

@@ -28,8 +28,8 @@ import pytest
 
 from pytest_sglang.collect import _body
 from pytest_sglang.collect.http import BODY_CAPS, CONFIG_BODY, HttpClient, collect_http
-from pytest_sglang.errors import NotReadyError, SGLangError, TargetError
-from pytest_sglang.sim.launcher import SimProcess, start_simulator
+from pytest_sglang.base.errors import NotReadyError, SGLangError, TargetError
+from pytest_sglang.target.sources.sim.launcher import SimProcess, start_simulator
 
 KEY = "sk-MY-SECRET-KEY-0123456789abcdef"
 METRICS_CAP = BODY_CAPS["/metrics"]

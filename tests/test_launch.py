@@ -17,9 +17,9 @@ import yaml
 
 from support import corpus_files, corpus_text
 from pytest_sglang import Facts, normalise
-from pytest_sglang.facts import Endpoint
-from pytest_sglang.launch import parse_launch_command, split_command
-from pytest_sglang.redact import REDACTED
+from pytest_sglang.model.facts import Endpoint
+from pytest_sglang.parse.launch import parse_launch_command, split_command
+from pytest_sglang.parse.redact import REDACTED
 
 DATA = json.loads((Path(__file__).parent / "data" / "sglang-0.5.23-resolutions.json").read_text())
 BASE = DATA["base"]
@@ -208,7 +208,7 @@ def test_a_flag_table_knows_the_fields_its_era_prints_at_start_up(version, corpu
     from support import CORPUS
 
     from pytest_sglang import parse_startup_line
-    from pytest_sglang.launch import flag_table
+    from pytest_sglang.parse.launch import flag_table
 
     printed = set(parse_startup_line(corpus_text(CORPUS / "server_args" / corpus_file)).fields)
     known = set(flag_table(version).fields)
@@ -362,7 +362,7 @@ def test_what_sglang_serve_refuses(version, command, problem):
     ],
 )
 def test_values_are_converted_as_the_release_converts_them(version, flag, value, expected):
-    from pytest_sglang.launch import flag_table
+    from pytest_sglang.parse.launch import flag_table
 
     launch = parse_launch_command(["--model-path", "m", flag, value], sglang_version=version)
     assert launch.problems == []
@@ -386,7 +386,7 @@ def test_values_a_release_refuses_are_problems(version, flag, value, problem):
 
 
 def test_nullable_strings_read_none_as_none():
-    from pytest_sglang.launch import CONVERTERS
+    from pytest_sglang.parse.launch import CONVERTERS
 
     assert CONVERTERS["nullable_str"]("None") is None and CONVERTERS["nullable_str"]("") is None
     assert CONVERTERS["nullable_str"]("x") == "x"
@@ -475,7 +475,7 @@ def test_a_flag_that_only_looks_secret_keeps_its_values():
 def test_every_action_class_of_every_release_is_modelled():
     # Each table records the release's own action classes (an entry's "action", their source under
     # "actions"); a class launch.py does not model would be read as a plain store. A new one fails here.
-    from pytest_sglang.launch import ACTIONS, flag_table, table_versions
+    from pytest_sglang.parse.launch import ACTIONS, flag_table, table_versions
 
     used: set[str] = set()
     for version in table_versions():
@@ -489,7 +489,7 @@ def test_every_action_class_of_every_release_is_modelled():
 
 def test_the_lora_path_action_model_is_the_source_of_every_release():
     # lora_paths() models one LoRAPathAction; every release's table holds that same source.
-    from pytest_sglang.launch import flag_table, table_versions
+    from pytest_sglang.parse.launch import flag_table, table_versions
 
     sources = {flag_table(v).action_sources["LoRAPathAction"] for v in table_versions()}
     assert len(sources) == 1
@@ -631,7 +631,7 @@ def test_shell_text_that_only_looks_like_a_list_is_read_as_shell(text):
     ids=["python-items", "yaml-items", "deep-python", "deep-call", "long", "yaml-quote", "yaml-flow-open", "yaml-flow-open-lines", "yaml-mapping", "yaml-escape"],
 )
 def test_a_list_that_cannot_be_read_is_one_line_and_a_usage_error(text, error):
-    from pytest_sglang.errors import SpecError
+    from pytest_sglang.base.errors import SpecError
 
     launch = parse_launch_command(text, sglang_version="0.5.23")
     assert launch.read_error is not None and error in launch.read_error and "\n" not in launch.read_error
@@ -647,7 +647,7 @@ def test_a_list_that_cannot_be_read_is_one_line_and_a_usage_error(text, error):
      "prepare_server_args([])", 'args: ["..."]', "command: [python3, -m, sglang.launch_server]\nargs: []\n", "echo hello", "[]"],
 )  # fmt: skip
 def test_a_command_without_sglang_arguments_is_a_usage_error(text):
-    from pytest_sglang.errors import SpecError
+    from pytest_sglang.base.errors import SpecError
 
     launch = parse_launch_command(text, sglang_version="0.5.23")
     with pytest.raises(SpecError, match="has no SGLang arguments: give the whole command") as raised:

@@ -73,7 +73,7 @@ def test_the_comparison_rules_catch_a_wrong_parser():
 def test_the_comparison_catches_a_parser_that_reads_an_action_as_a_plain_store(monkeypatch):
     # Without LoRAPathAction's model, --lora-paths values are raw strings: the stored LoRA cases
     # then disagree (a padded name, a JSON object, a refused object), so they test the model.
-    from pytest_sglang import launch
+    from pytest_sglang.parse import launch
 
     lora = [(v, c) for v, c in CASES if "action:LoRAPathAction" in c["tags"]]
     monkeypatch.setitem(launch.ACTIONS, "LoRAPathAction", None)

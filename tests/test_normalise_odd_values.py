@@ -11,9 +11,9 @@ import pytest
 from support import artefact, property_settings
 from test_normalise import as_0512_era, facts_of
 from pytest_sglang import normalise
-from pytest_sglang.models import Effective
-from pytest_sglang.redact import is_secret_key
-from pytest_sglang.sim import load_profile
+from pytest_sglang.model.config import Effective
+from pytest_sglang.parse.redact import is_secret_key
+from pytest_sglang.target.sources.sim import load_profile
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

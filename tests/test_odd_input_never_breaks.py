@@ -11,13 +11,13 @@ import pytest
 
 from support import property_settings
 from pytest_sglang import parse_startup_line
-from pytest_sglang.errors import SGLangError
-from pytest_sglang.host import MARK, HostOptions, parse_output
-from pytest_sglang.launch import parse_launch_command
-from pytest_sglang.logs import LogSource, SGLangLogs
-from pytest_sglang.parse import parse_capacity_line
-from pytest_sglang.shell.ssh import Destination
-from pytest_sglang.spec import parse_spec
+from pytest_sglang.base.errors import SGLangError
+from pytest_sglang.collect.host import MARK, HostOptions, parse_output
+from pytest_sglang.parse.launch import parse_launch_command
+from pytest_sglang.parse.logs import LogSource, SGLangLogs
+from pytest_sglang.parse.lines import parse_capacity_line
+from pytest_sglang.collect.shell.ssh import Destination
+from pytest_sglang.target.spec import parse_spec
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

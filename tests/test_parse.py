@@ -8,7 +8,7 @@ import pytest
 
 from support import corpus_files, corpus_text
 from pytest_sglang import ParseError, parse_capacity_line, parse_startup_line
-from pytest_sglang.parse import RawValue
+from pytest_sglang.parse.lines import RawValue
 
 SERVER_ARGS_FILES = corpus_files("server_args")
 LOG_FILES = corpus_files("logs")
@@ -179,7 +179,7 @@ def test_capacity_line_of_the_real_server(real_log):
 
 
 def test_adjustments_are_sglangs_own_messages_not_python_warnings(real_log):
-    from pytest_sglang.logs import SGLangLogs
+    from pytest_sglang.parse.logs import SGLangLogs
 
     adjustments = SGLangLogs(source="the real 0.5.23 log", lines=real_log.splitlines()).adjustments
     # The real CPU log has UserWarnings that match the words ("is not supported") and the
@@ -195,7 +195,7 @@ def test_adjustments_are_sglangs_own_messages_not_python_warnings(real_log):
 
 @pytest.mark.parametrize("path", corpus_files("logs"), ids=lambda p: p.stem)
 def test_corpus_adjustments_carry_no_python_warning(path):
-    from pytest_sglang.logs import SGLangLogs
+    from pytest_sglang.parse.logs import SGLangLogs
 
     adjustments = SGLangLogs(source=path.name, lines=corpus_text(path).splitlines()).adjustments
     assert not [a for a in adjustments if "Warning: " in a]

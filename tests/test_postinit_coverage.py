@@ -18,10 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "real_sglang"))
 
 import postinit_coverage as coverage  # noqa: E402
 
-from pytest_sglang.explain import kb as kb_module  # noqa: E402
+from pytest_sglang.judge.explain import kb as kb_module
+from pytest_sglang.model import knowledge as _knowledge
+
+KNOWLEDGE_DIR = Path(_knowledge.__file__).parent  # the knowledge base's data: rule files, lists, flag tables
 
 DATA = coverage.load_assignments()
-KNOWLEDGE = (Path(kb_module.__file__).parent / "data" / "knowledge.toml").read_text()
+KNOWLEDGE = (KNOWLEDGE_DIR / "knowledge.toml").read_text()
 
 
 def _rule(setting: str, since: str, until: str, kind: str = "override") -> str:

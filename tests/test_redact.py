@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sglang.redact import REDACTED, is_secret_key, redact_command, redact_mapping
+from pytest_sglang.parse.redact import REDACTED, is_secret_key, redact_command, redact_mapping
 
 
 def test_exactly_the_credentials_of_a_real_0523_server_are_secret(real_server_info):
@@ -59,14 +59,14 @@ def test_launch_commands_keep_everything_but_the_secret_values(command, expected
     ],
 )
 def test_log_lines_lose_their_secret_values_only(line, expected):
-    from pytest_sglang.redact import redact_log_line
+    from pytest_sglang.parse.redact import redact_log_line
 
     assert redact_log_line(line) == expected
 
 
 def test_a_redacted_startup_line_still_parses():
     from pytest_sglang import parse_startup_line
-    from pytest_sglang.redact import redact_log_line
+    from pytest_sglang.parse.redact import redact_log_line
 
     line = parse_startup_line(redact_log_line("server_args=ServerArgs(api_key='sk-1', tp_size=4)"))
     assert line.complete and line.fields == {"api_key": REDACTED, "tp_size": 4}
@@ -74,7 +74,7 @@ def test_a_redacted_startup_line_still_parses():
 
 @pytest.mark.parametrize("version", ["0.5.5", "0.5.12", "0.5.23"])
 def test_a_parsed_launch_command_shows_no_secret_whatever_the_spelling(version):
-    from pytest_sglang.launch import parse_launch_command
+    from pytest_sglang.parse.launch import parse_launch_command
 
     secrets = ["sk-abbrev", "sk-equals", "hf_unknown", "pw-unknown", "sk-custom"]
     launch = parse_launch_command(
@@ -87,7 +87,7 @@ def test_a_parsed_launch_command_shows_no_secret_whatever_the_spelling(version):
 
 
 def test_the_environment_of_a_launch_command_is_redacted_alike_in_its_text_and_its_env():
-    from pytest_sglang.launch import parse_launch_command
+    from pytest_sglang.parse.launch import parse_launch_command
 
     launch = parse_launch_command("DB_PASSWD=pw-1 HUB_KEY=key-1 HF_TOKEN=hf-1 CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model-path m")
     assert launch.env == {"DB_PASSWD": "<redacted>", "HUB_KEY": "<redacted>", "HF_TOKEN": "<redacted>", "CUDA_VISIBLE_DEVICES": "0,1"}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang.report.markdown import render
-from pytest_sglang.report.schema import load_schema, validate
+from pytest_sglang.render.report.markdown import render
+from pytest_sglang.render.report.schema import load_schema, validate
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
@@ -139,7 +139,7 @@ def test_the_schema_is_valid_json_schema_and_rejects_a_broken_report(pytester):
 def test_the_schema_ships_with_the_package():
     import importlib.resources
 
-    assert importlib.resources.files("pytest_sglang.report").joinpath("schema.json").is_file()
+    assert importlib.resources.files("pytest_sglang.render.report").joinpath("schema.json").is_file()
     assert load_schema()["$defs"]["host"]["properties"]["verdict"]["enum"] == ["promote", "hold", "inconclusive"]
 
 
@@ -265,7 +265,7 @@ def test_the_gate_from_a_capture_with_a_baseline_shows_the_baseline_diffs(pytest
 
     monkeypatch.delenv("CI", raising=False)
     capture = pytester.path / "captures" / "candidate.json"
-    done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli", "capture", CANDIDATE, "-o", str(capture)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", "capture", CANDIDATE, "-o", str(capture)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     suite = "def test_tp(effective):\n    assert effective.tp_size == 4\n"
     pytester.makepyfile(suite)

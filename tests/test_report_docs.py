@@ -146,7 +146,7 @@ def test_the_markdown_sample_is_what_the_run_writes(documented_run) -> None:
 
 
 def test_the_json_sample_is_an_excerpt_of_the_report_the_run_writes(documented_run) -> None:
-    from pytest_sglang.report.schema import validate
+    from pytest_sglang.render.report.schema import validate
 
     work, _ = documented_run
     real = json.loads((work / "report.json").read_text(encoding="utf-8"))
@@ -186,7 +186,7 @@ def test_the_junit_sample_is_a_testcase_the_run_writes(documented_run) -> None:
 
 
 def test_the_verdict_table_shows_the_headlines_the_summary_writes() -> None:
-    from pytest_sglang.report.markdown import HEADLINE, TITLE
+    from pytest_sglang.render.report.markdown import HEADLINE, TITLE
 
     text = PAGE.read_text(encoding="utf-8")
     for verdict, headline in HEADLINE.items():

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_sglang.report.markdown import HEADLINE, TITLE, render
-from pytest_sglang.report.schema import validate
-from pytest_sglang.report.text import shorten, shorten_front
+from pytest_sglang.render.report.markdown import HEADLINE, TITLE, render
+from pytest_sglang.render.report.schema import validate
+from pytest_sglang.render.report.text import shorten, shorten_front
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
@@ -33,7 +33,7 @@ def test_running_requests_meet_the_sizing(effective):
     assert effective.max_running_requests >= 48
 """
 UNMEASURED = f"""
-from pytest_sglang.bench.api import BenchInconclusive
+from pytest_sglang.judge.bench.api import BenchInconclusive
 
 def test_streams(sglang_bench):
     sglang_bench.run(concurrency=[4], requests=4, input_len=16, output_len=4, repeats=1, warmup=0)

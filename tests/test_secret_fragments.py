@@ -2,7 +2,7 @@
 
 A server that echoes the ``Authorization`` header after some padding puts the key wherever a
 cut may fall. Every output pytest-sglang shortens server text for is checked with the key
-planted at every offset around its cut: :func:`~pytest_sglang.secrets.clip` itself (every
+planted at every offset around its cut: :func:`~pytest_sglang.base.secrets.clip` itself (every
 limit, both ends, key known to the clip or only to a later scrub), ``pytest-sglang bench``
 (its table, ``--json``, ``-o``, stderr), ``pytest-sglang capture`` (its output and the capture
 file), and a pytest run (terminal, JUnit XML, JSON and Markdown reports) of tests reading
@@ -28,7 +28,7 @@ import pytest
 # End-to-end runs through every output (about a minute): the slow tier (--slow, --real-sglang).
 pytestmark = pytest.mark.slow
 
-from pytest_sglang.secrets import ELLIPSIS, REDACTED, clip, scrub
+from pytest_sglang.base.secrets import ELLIPSIS, REDACTED, clip, scrub
 from support import artefact
 
 FRAGMENT = 6
@@ -214,7 +214,7 @@ def test_a_cut_key_is_scrubbed_where_the_cut_left_it() -> None:
 
 
 def run_cli(monkeypatch: pytest.MonkeyPatch, key: str, *argv: str) -> tuple[int, str, str]:
-    from pytest_sglang.cli import main
+    from pytest_sglang.cli.main import main
 
     monkeypatch.setenv("SGLANG_API_KEY", key)
     out, err = io.StringIO(), io.StringIO()

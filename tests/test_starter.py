@@ -17,7 +17,7 @@ CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
     # A developer's run: under CI (as services set it) init refuses to write without --force.
     env = {k: v for k, v in os.environ.items() if k != "CI"}
-    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli", *args], capture_output=True, text=True, timeout=180, cwd=cwd, env=env)
+    return subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", *args], capture_output=True, text=True, timeout=180, cwd=cwd, env=env)
 
 
 @pytest.mark.parametrize("origin", [BASELINE, "sim://llama31-8b-1xh100-0.5.9", "sim://qwen35-122b-a10b-4xrtx6000-0.5.23"])

@@ -14,7 +14,7 @@ pytest.importorskip("mypy", reason="pip install '.[test]' installs mypy")
 
 USER_SCRIPT = '''
 from pytest_sglang import connect, parse_startup_line
-from pytest_sglang.launch import parse_launch_command
+from pytest_sglang.parse.launch import parse_launch_command
 
 target = connect("sim://qwen35-122b-a10b-4xrtx6000-candidate")
 running: int | None = target.effective.max_running_requests

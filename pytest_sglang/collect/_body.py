@@ -30,7 +30,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from ..secrets import clip
+from pytest_sglang.base.secrets import clip
 
 _DEADLINE: ContextVar[float | None] = ContextVar("pytest_sglang_http_deadline", default=None)
 READ_SIZE = 65536

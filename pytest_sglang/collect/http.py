@@ -19,11 +19,11 @@ from requests.cookies import extract_cookies_to_jar
 from requests.hooks import dispatch_hook
 from urllib3.util.retry import Retry
 
-from ..errors import AuthError, NotReadyError, TargetError
-from ..facts import ENDPOINTS, Endpoint, Facts
-from ..redact import MAX_DEPTH, TooDeep, redact_mapping
-from ..secrets import checked_api_key, clip, scrub
-from ._body import BodyError, PacedAdapter, deadline, read_body
+from pytest_sglang.base.errors import AuthError, NotReadyError, SpecError, TargetError
+from pytest_sglang.model.facts import ENDPOINTS, Endpoint, Facts
+from pytest_sglang.parse.redact import MAX_DEPTH, TooDeep, redact_mapping
+from pytest_sglang.base.secrets import Secret, clip, register, scrub
+from pytest_sglang.collect._body import BodyError, PacedAdapter, deadline, read_body
 
 REQUIRED = ("server_info",)
 # The most of one answer's body pytest-sglang reads, by path (the query left out): SGLang's
@@ -80,7 +80,7 @@ def _size(n: int) -> str:
 
 def _clip(text: object, limit: int = 120) -> str:
     """Text a server sent (or an error made from it) on one line, cut to ``limit``: the one way
-    outside text is shortened, :func:`pytest_sglang.secrets.clip` (scrubbed, then cut)."""
+    outside text is shortened, :func:`pytest_sglang.base.secrets.clip` (scrubbed, then cut)."""
     return clip(text, limit)
 
 
@@ -363,3 +363,25 @@ def _text(response: requests.Response) -> str:
         except (LookupError, UnicodeError, TypeError, ValueError):
             continue
     return content.decode("latin-1")
+
+
+def checked_api_key(api_key: str | None, where: str) -> Secret | None:
+    """The key as it will be sent, or a one-line error that names the problem, never the key.
+
+    Surrounding white space (a key file's trailing newline or ``\\r``) is dropped; a character
+    an HTTP header cannot carry (outside Latin-1, or a control character) is refused."""
+    if api_key is None:
+        return None
+    register(api_key)
+    key = api_key.strip()
+    if not key:
+        return None
+    for position, char in enumerate(key, 1):
+        code = ord(char)
+        if code > 255 or code < 32 or code == 127:
+            kind = "a control character" if code < 32 or code == 127 else "a character outside Latin-1"
+            raise SpecError(
+                f"the api key for {where} has {kind} at position {position}, which an HTTP header cannot carry: "
+                "check the key (a copy-paste may have brought a typographic character)"
+            )
+    return Secret(key)

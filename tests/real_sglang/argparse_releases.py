@@ -21,7 +21,7 @@ sys.path.insert(0, str(HERE))
 import flag_table_live  # noqa: E402
 from configurations import argv_and_env  # noqa: E402
 import harness  # noqa: E402
-from pytest_sglang.redact import redact_mapping  # noqa: E402
+from pytest_sglang.parse.redact import redact_mapping  # noqa: E402
 
 DATA = HERE.parent / "data" / "sglang-argparse-releases.json"
 CORPUS = HERE.parent / "data" / "corpus" / "launch_commands"  # part of the repository: never optional

@@ -70,7 +70,7 @@ def back_to_placeholders(text: str, paths: dict[str, Path]) -> str:
 def argv_and_env(command: str, paths: dict[str, Path]) -> tuple[list[str], dict[str, str]]:
     """The arguments SGLang's parser would see (after the entry point), and the environment
     the command sets. ``paths`` fills the ``{name}`` placeholders."""
-    from pytest_sglang.launch import split_command
+    from pytest_sglang.parse.launch import split_command
 
     words, env, _ = split_command(command)
     words = [fill_placeholders(w, paths) for w in words]
@@ -83,7 +83,7 @@ def argv_and_env(command: str, paths: dict[str, Path]) -> tuple[list[str], dict[
 def corpus_cases(corpus: Path, llama: Path) -> dict[str, str]:
     """The corpus launch commands, with their model swapped for the tiny local one (no hub
     here) and ``--device cpu`` added: the rest of each command is resolved as written."""
-    from pytest_sglang.launch import split_command
+    from pytest_sglang.parse.launch import split_command
 
     out = {}
     paths = sorted((corpus / "launch_commands").glob("*.txt"))

@@ -1,7 +1,7 @@
 """The differential test: ``parse_launch_command`` against every SGLang release's own parser.
 
 Hypothesis writes launch commands from each release's OWN flag table
-(``pytest_sglang/knowledge_data/sglang-cli-VERSION.json``): random flags in every spelling
+(``pytest_sglang/model/knowledge/flags/sglang-cli-VERSION.json``): random flags in every spelling
 (aliases, unambiguous and ambiguous prefixes, deprecated spellings, ``--no-`` forms), every
 value form (``--flag value``, ``--flag=value``, choices, size suffixes, negative numbers, values
 with spaces or a leading ``-``, JSON, ``None``, empty strings, lists; for a flag with one of
@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterable
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 DATA = ROOT / "tests" / "data" / "sglang-launch-differential.json"
-TABLES = ROOT / "pytest_sglang" / "knowledge_data"
+TABLES = ROOT / "pytest_sglang" / "model" / "knowledge" / "flags"
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
@@ -172,7 +172,7 @@ def _strategies():  # type: ignore[no-untyped-def]
 
 def value_words(draw, entry: dict, flag: str, tags: set[str] | None = None) -> list[str]:  # type: ignore[no-untyped-def]
     """Values for one occurrence of a flag (none for a switch)."""
-    from pytest_sglang.redact import is_secret_flag
+    from pytest_sglang.parse.redact import is_secret_flag
 
     st = _strategies()
     tags = set() if tags is None else tags
@@ -434,7 +434,7 @@ def real_answers(version: str, python: Path, cases: list[dict]) -> tuple[dict, d
     """(the release's defaults, its answer for each case: {"parsed"} or {"error"}), redacted
     as the package redacts, from one import of the release."""
     import flag_table_live
-    from pytest_sglang.redact import redact_mapping
+    from pytest_sglang.parse.redact import redact_mapping
 
     requests = [{"name": BASE, "argv": BASE_ARGV, "entry": "launch_server", "files": {}}]
     requests += [{"name": c["name"], "argv": c["argv"], "entry": c["entry"], "files": c["files"]} for c in cases]
@@ -494,7 +494,7 @@ def parse(case: dict, version: str) -> Any:
     """``parse_launch_command`` of the case's text, its --config files read by placeholder."""
     import yaml
 
-    from pytest_sglang.launch import parse_launch_command
+    from pytest_sglang.parse.launch import parse_launch_command
 
     def loader(path: str) -> Any:
         name = path[len(TMP) + 1 :] if path.startswith(TMP + "/") else path

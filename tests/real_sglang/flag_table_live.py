@@ -5,7 +5,7 @@ field, legacy switches that store a constant, flags that are accepted and ignore
 forms of boolean flags), so the table is what ``ServerArgs.add_cli_args`` builds, not what its
 source looks like. A flag whose action is one of SGLang's own classes names it (``"action":
 "LoRAPathAction"``), and the table keeps the release's source of each under ``actions``, as it
-keeps its converters' under ``converters``; ``pytest_sglang.launch.ACTIONS`` models them.
+keeps its converters' under ``converters``; ``pytest_sglang.parse.launch.ACTIONS`` models them.
 This downloads the wheel of each release (no dependencies; cached under
 ``~/.cache/pytest-sglang/wheels``), puts it in front of the harness's SGLang 0.5.23 environment
 and asks ``sglang_offline.py cli-table``. Before 0.5.19, ``ServerArgs.from_cli_args`` renames
@@ -13,7 +13,7 @@ some argparse destinations (``args.tp_size = args.tensor_parallel_size``); the t
 field names, as SGLang's start-up line and ``/server_info`` do.
 
     python tests/real_sglang/flag_table_live.py 0.5.18 [0.5.23 ...]
-        # writes pytest_sglang/knowledge_data/sglang-cli-VERSION.json
+        # writes pytest_sglang/model/knowledge/flags/sglang-cli-VERSION.json
     python tests/real_sglang/flag_table_live.py --all
         # every release the package ships a table for
 """
@@ -37,7 +37,7 @@ import harness  # noqa: E402
 import progress  # noqa: E402
 from configurations import back_to_placeholders, fill_placeholders  # noqa: E402
 
-OUT = HERE.parents[1] / "pytest_sglang" / "knowledge_data"
+OUT = HERE.parents[1] / "pytest_sglang" / "model" / "knowledge" / "flags"
 WHEELS = harness.CACHE / "wheels"
 
 

@@ -30,9 +30,9 @@ if str(ROOT) not in sys.path and __name__ == "__main__":  # run as a script from
 
 from packaging.version import Version  # noqa: E402
 
-from pytest_sglang.explain import kb as kb_module  # noqa: E402
+from pytest_sglang.judge.explain import kb as kb_module
 
-LOCK = ROOT / "pytest_sglang" / "explain" / "data" / "sources.lock.json"
+LOCK = ROOT / "pytest_sglang" / "model" / "knowledge" / "sources.lock.json"
 SLACK = 3  # lines of slack around a cited range
 
 

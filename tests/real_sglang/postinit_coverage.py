@@ -42,7 +42,7 @@ if str(ROOT) not in sys.path and __name__ == "__main__":  # run as a script from
 
 from packaging.version import Version  # noqa: E402
 
-from pytest_sglang.explain import kb as kb_module  # noqa: E402
+from pytest_sglang.judge.explain import kb as kb_module
 
 DATA = ROOT / "tests" / "data" / "sglang-postinit-assignments.json"
 DOCS = ROOT / "docs" / "explain-coverage.md"

@@ -129,7 +129,7 @@ def _key(version: str) -> tuple[int, ...]:
 
 
 def _kb():  # type: ignore[no-untyped-def]
-    from pytest_sglang.explain import load
+    from pytest_sglang.judge.explain import load
 
     return load()
 
@@ -368,7 +368,7 @@ def command(case: dict) -> str:
 
 
 def explain(case: dict, version: str):  # type: ignore[no-untyped-def]
-    from pytest_sglang.explain import explain_launch
+    from pytest_sglang.judge.explain import explain_launch
 
     gpu = case["gpu"]
     return explain_launch(

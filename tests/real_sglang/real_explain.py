@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_sglang import connect
-from pytest_sglang.explain import explain
+from pytest_sglang.judge.explain import explain
 
 
 def assert_no_false_findings(real: Any) -> None:

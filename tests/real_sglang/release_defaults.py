@@ -1,5 +1,5 @@
 """Every shipped release's argparse defaults, for explaining a start-up line without a launch
-command (``pytest_sglang/knowledge_data/sglang-defaults.json``).
+command (``pytest_sglang/model/knowledge/flags/sglang-defaults.json``).
 
     python tests/real_sglang/release_defaults.py          # rewrite it for every flag table
     python tests/real_sglang/release_defaults.py 0.5.12   # only some releases (the rest kept)
@@ -26,9 +26,9 @@ sys.path.insert(0, str(HERE))
 import flag_table_live  # noqa: E402
 import harness  # noqa: E402
 import postinit_coverage  # noqa: E402
-from pytest_sglang.redact import redact_mapping  # noqa: E402
+from pytest_sglang.parse.redact import redact_mapping  # noqa: E402
 
-OUT = HERE.parent.parent / "pytest_sglang" / "knowledge_data" / "sglang-defaults.json"
+OUT = HERE.parent.parent / "pytest_sglang" / "model" / "knowledge" / "flags" / "sglang-defaults.json"
 MINIMAL = ["--model-path", "M"]
 
 
@@ -59,7 +59,7 @@ def compact(releases: dict[str, dict]) -> dict[str, dict]:
 
 
 def expand(stored: dict[str, dict]) -> dict[str, dict]:
-    """The inverse of :func:`compact` (pytest_sglang/explain/startup.py reads it the same way)."""
+    """The inverse of :func:`compact` (pytest_sglang/judge/explain/startup.py reads it the same way)."""
     out: dict[str, dict] = {}
     current: dict = {}
     for version, change in stored.items():

@@ -12,7 +12,7 @@ import json
 
 import locate_sources
 
-from pytest_sglang.explain import kb as kb_module
+from pytest_sglang.judge.explain import kb as kb_module
 
 
 def test_every_rule_source_is_where_it_says_in_every_release_of_its_range():

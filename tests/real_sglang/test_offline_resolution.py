@@ -11,7 +11,7 @@ import pytest
 import argparse_releases
 import flag_table_live
 import generate_data
-from pytest_sglang.launch import table_versions
+from pytest_sglang.parse.launch import table_versions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def test_stored_resolutions_match_what_sglang_resolves_now(sglang_python):
 
 @pytest.mark.parametrize("version", table_versions())
 def test_every_packaged_flag_table_is_that_releases_own_argparse(sglang_python, version):
-    packaged = ROOT / "pytest_sglang" / "knowledge_data" / f"sglang-cli-{version}.json"
+    packaged = ROOT / "pytest_sglang" / "model" / "knowledge" / "flags" / f"sglang-cli-{version}.json"
     # A release whose parser the stored commands are also checked against is imported once for both.
     fresh = argparse_releases.ask(version, sglang_python)[0] if version in argparse_releases.RELEASES else flag_table_live.table(version, sglang_python)
     assert fresh == json.loads(packaged.read_text()), f"run tests/real_sglang/flag_table_live.py {version}"

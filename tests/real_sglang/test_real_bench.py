@@ -13,9 +13,9 @@ import re
 import pytest
 import requests
 
-from pytest_sglang.bench.load import load_spec, run_load
-from pytest_sglang.bench.model import BenchResult
-from pytest_sglang.sim.launcher import start_simulator
+from pytest_sglang.collect.bench.load import load_spec, run_load
+from pytest_sglang.model.bench import BenchResult
+from pytest_sglang.target.sources.sim.launcher import start_simulator
 
 INPUT_LEN = 32
 OUTPUT_LEN = 8

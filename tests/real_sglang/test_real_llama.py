@@ -12,7 +12,7 @@ import requests
 
 from harness import FIXTURE_SUITE
 from pytest_sglang import connect, parse_capacity_line, parse_startup_line
-from pytest_sglang.facts import SERVER_INFO_EXTRA_KEYS
+from pytest_sglang.model.facts import SERVER_INFO_EXTRA_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 

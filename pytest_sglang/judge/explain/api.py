@@ -1,0 +1,127 @@
+"""The explain API (imported lazily through :mod:`pytest_sglang.judge.explain`).
+
+Explain what SGLang changed and why, from a versioned knowledge base of its rules.
+
+    from pytest_sglang import connect
+    from pytest_sglang.judge.explain import explain, explain_launch
+
+    with connect("sim://qwen35-122b-a10b-4xrtx6000-candidate") as target:
+        for finding in explain(target).findings:
+            print(finding.severity, finding.title)
+
+    explain_launch("python -m sglang.launch_server --model-path Qwen/Qwen3.5-122B-A10B --tp 4 ...",
+                   gpu="RTX PRO 6000", gpus=4, gpu_memory="96GiB", sglang_version="0.5.12",
+                   model="Qwen3_5MoeForConditionalGeneration")
+
+Both return an :class:`Explanation` (findings as typed objects; ``.to_json()``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from pytest_sglang.base import reads as _reads
+from pytest_sglang.base.errors import SpecError
+from pytest_sglang.parse.launch import parse_launch_command
+from pytest_sglang.model.versions import parse_version
+from pytest_sglang.judge.explain.engine import explain_situation
+from pytest_sglang.judge.explain.releases import explain_unknown_release, parse_per_release
+from pytest_sglang.judge.explain.findings import Explanation, Finding
+from pytest_sglang.judge.explain.kb import KnowledgeBase, KnowledgeError, Rule, load
+from pytest_sglang.judge.explain.situation import Fact, Situation, from_target, gpu_facts, model_facts, read_model
+from pytest_sglang.judge.explain.startup import StartupExplanation, explain_reported, explain_startup_line
+
+if TYPE_CHECKING:
+    from pytest_sglang.target.target import Target
+
+__all__ = [
+    "Explanation",
+    "Finding",
+    "KnowledgeBase",
+    "KnowledgeError",
+    "Rule",
+    "StartupExplanation",
+    "explain",
+    "explain_launch",
+    "explain_startup_line",
+    "load",
+    "Fact",
+    "Situation",
+]
+
+
+def explain(target: Target, *, kb: KnowledgeBase | None = None) -> Explanation:
+    """The findings for a collected target (``connect(...)`` or the ``sglang`` fixture).
+
+    A target whose launch command is unknown is explained from the values it reports (its
+    ``server_args`` are SGLang's values after start-up, as the start-up line prints them):
+    each value that differs from the release's default is explained by the rule that sets it
+    there, or listed as probably requested (see :func:`explain_startup_line`).
+
+    Computed once per target and knowledge base, and reused."""
+    knowledge = kb or load()
+    cache = target.__dict__.setdefault("_explanations", {})
+    key = id(knowledge)
+    if key not in cache:
+        with _reads.paused():
+            situation = from_target(knowledge, target)
+            explanation: Explanation
+            if situation.launch is None and situation.reported:
+                result = explain_reported(situation)
+                explanation, situation = result.explanation, result.situation
+            else:
+                explanation = explain_situation(situation)
+            cache[key] = explanation
+            target.__dict__.setdefault("_explain_situations", {})[key] = situation
+    return cache[key]
+
+
+def situation_of(target: Target, *, kb: KnowledgeBase | None = None) -> Situation | None:
+    """The facts :func:`explain` decided ``target`` from (after it ran), for reading values
+    a finding's rule used; ``None`` before the target was explained."""
+    knowledge = kb or load()
+    return target.__dict__.get("_explain_situations", {}).get(id(knowledge))
+
+
+def explain_launch(
+    command: str | Sequence[str],
+    *,
+    gpu: str | None = None,
+    sm: int | str | None = None,
+    gpus: int | None = None,
+    gpu_memory: int | str | None = None,
+    sglang_version: str | None = None,
+    model: str | Mapping[str, Any] | None = None,
+    config_loader: Callable[[str], Mapping[str, Any]] | None = None,
+    kb: KnowledgeBase | None = None,
+) -> Explanation:
+    """Predict what SGLang will do with a launch command, without a server.
+
+    ``command``: the command line (text, an argv list, a systemd unit's text, or a
+    docker/kubectl command line). ``gpu``: a GPU name (``'RTX PRO 6000'``) or ``sm`` its
+    compute capability (``120``, ``'12.0'``); ``gpus``: how many; ``gpu_memory``: per GPU
+    (``'96GiB'``, MiB as a number). ``sglang_version``: the release (``None``: unknown; a
+    newer release than the knowledge base uses the newest rules and says so). ``model``: an
+    architecture name, a ``config.json`` path, or its parsed mapping.
+
+    A fact left out is unknown: a rule that needs it is reported as undecided, never guessed.
+    """
+    knowledge = kb or load()
+    if sglang_version is not None and parse_version(sglang_version) is None:
+        raise SpecError(f"SGLang version {sglang_version!r} is not a version: write e.g. 0.5.12")
+    launch = parse_launch_command(command, sglang_version=sglang_version, config_loader=config_loader, strict_version=False)
+    situation = Situation(kb=knowledge, target="launch command", mode="launch")
+    situation.launch = launch
+    situation.launch_source = "given"
+    launch.require_arguments()
+    if sglang_version is not None:
+        situation.version = parse_version(sglang_version)
+        situation.version_source = "given"
+    situation.gpu = gpu_facts(gpu=gpu, sm=sm, count=gpus, memory=gpu_memory)
+    archs, signals, where = read_model(model)
+    situation.model = model_facts(knowledge, archs, where, signals)
+    situation.notes = [p for p in launch.problems if "file was not read" in p or "newer" in p or "nearest" in p]
+    if sglang_version is None:  # judged across the releases whose flag tables accept it
+        return explain_unknown_release(parse_per_release(command, config_loader), lambda one, release: situation.variant(launch=one, version=release, version_source="a release that accepts the command"))
+    return explain_situation(situation)
+

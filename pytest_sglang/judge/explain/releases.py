@@ -1,0 +1,155 @@
+"""Judge a launch command whose SGLang version is unknown, across the releases it could run on.
+
+A pasted command rarely says its release. Judging it by the newest release's flag table calls a
+flag that was valid for a year "unknown" and a flag deprecated last month "deprecated" for every
+older deployment. Instead: the releases whose own flag tables accept every flag of the command
+are the candidates (``accepted by SGLang 0.5.14-0.5.19``); the command is explained once per
+candidate, with that release's flag table and rules; a finding that every candidate gives is
+kept as it is, and one that only some give becomes an info line naming those releases. When no
+release accepts every flag, every release refuses the command, and that is the error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable, Mapping, Sequence
+
+from packaging.version import Version
+
+from pytest_sglang.parse.launch import LaunchCommand, parse_launch_command, split_command, table_versions
+from pytest_sglang.judge.explain.engine import explain_situation
+from pytest_sglang.judge.explain.findings import Explanation, Finding
+from pytest_sglang.judge.explain.situation import Situation
+
+_FLAG_RULES = ("flags.deprecated", "flags.unknown")
+
+
+def span(releases: Sequence[str], known: Sequence[str] | None = None) -> str:
+    """Releases as runs of consecutive known releases: ``0.5.5-0.5.13, 0.5.16``."""
+    order = list(known or table_versions())
+    index = sorted(order.index(r) for r in releases if r in order)
+    runs: list[tuple[int, int]] = []
+    for i in index:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return ", ".join(order[a] if a == b else f"{order[a]}-{order[b]}" for a, b in runs)
+
+
+def parse_per_release(
+    command: str | Sequence[str], config_loader: Callable[[str], Mapping[str, Any]] | None = None
+) -> dict[str, LaunchCommand]:
+    """The command as each release's own flag table reads it (a ``--config`` file read once)."""
+    loader = config_loader
+    if config_loader is not None:
+        seen: dict[str, Mapping[str, Any]] = {}
+
+        def loader(path: str) -> Mapping[str, Any]:
+            if path not in seen:
+                seen[path] = config_loader(path)
+            return seen[path]
+
+    known = table_versions()
+    if not isinstance(command, str):
+        return {v: parse_launch_command(command, sglang_version=v, config_loader=loader) for v in known}
+    # Pasted text is split once (as a shell reads it); each table reads the same words.
+    words, env, problems = split_command(command)
+    first = parse_launch_command(command, sglang_version=known[-1], config_loader=loader)
+    out = {known[-1]: first}
+    for v in known[:-1]:
+        one = parse_launch_command(words, sglang_version=v, config_loader=loader)
+        out[v] = replace(one, text=first.text, env=first.env, form=first.form, read_error=first.read_error, problems=[*problems, *one.problems])
+    return {v: out[v] for v in known}
+
+
+def explain_unknown_release(parsed: Mapping[str, LaunchCommand], situation_for: Callable[[LaunchCommand, Version], Situation]) -> Explanation:
+    """Explain once per candidate release and keep what holds across them (module docstring)."""
+    known = list(parsed)
+    accepted = [v for v, launch in parsed.items() if not launch.unknown]
+    judged = accepted or known
+    per = {v: explain_situation(situation_for(parsed[v], Version(v))) for v in judged}
+    everywhere = span(judged, known)
+    groups: dict[Any, dict[str, Finding]] = {}
+    for v, explanation in per.items():
+        for finding in explanation.findings:
+            groups.setdefault(_key(finding), {})[v] = finding
+    findings: list[Finding] = []
+    for by_release in groups.values():
+        holds = [v for v in judged if v in by_release]
+        newest = by_release[holds[-1]]
+        if newest.id.startswith("gap."):
+            related = sorted({r for f in by_release.values() for r in f.related})
+            findings.append(newest.model_copy(update={"related": related}))
+        elif newest.rule in _FLAG_RULES:
+            findings.append(_flag_finding(newest, holds[-1], span(holds, known), whole=len(holds) == len(judged)))
+        elif len(holds) == len(judged):
+            findings.append(newest)
+        else:
+            where = span(holds, known)
+            findings.append(
+                newest.model_copy(
+                    update={
+                        "severity": "info",
+                        "lint": False,
+                        # The rules say what these releases do; they do not prove the others never do it.
+                        "title": f"in SGLang {where}: {newest.title}",
+                        "summary": f"if the server runs SGLang {where}: {newest.summary}",
+                    }
+                )
+            )
+    if not accepted and not any(f.rule == "flags.unknown" and f.severity == "error" for f in findings):
+        # Each flag is known somewhere, but no release knows them all: each release refuses one.
+        findings.append(_refused_everywhere(parsed, known))
+    newest_explanation = per[judged[-1]]
+    if accepted:
+        lead = f"the SGLang version is unknown: every flag of the command is accepted by SGLang {everywhere}"
+    else:
+        lead = "the SGLang version is unknown, and no release from {} to {} accepts every flag of the command".format(known[0], known[-1])
+    notes = [
+        f"{lead}; findings hold for each of those releases, and what holds for some is an info line naming those "
+        "(give --sglang-version to judge one release)",
+        *dict.fromkeys(n for e in per.values() for n in e.notes if "version" not in n and "flag table" not in n),
+    ]
+    order = {"error": 0, "warning": 1, "info": 2}
+    findings.sort(key=lambda f: (order[f.severity], f.id.startswith("gap."), f.rule))
+    return newest_explanation.model_copy(
+        update={"sglang_version": None, "rules_version": everywhere, "notes": notes, "findings": findings, "rules_evaluated": max(e.rules_evaluated for e in per.values())}
+    )
+
+
+def _key(finding: Finding) -> Any:
+    if finding.rule in _FLAG_RULES or finding.id.startswith("gap."):
+        return finding.id
+    return (finding.setting, finding.title, finding.summary, repr(finding.predicted), finding.status)
+
+
+def _flag_finding(finding: Finding, release: str, where: str, *, whole: bool) -> Finding:
+    """A flag-table finding restated for the releases it holds in (its text names one)."""
+    said = f"SGLang {release}"
+
+    def restate(text: str) -> str:
+        return text.replace(f"{said} flag table", f"SGLang {where} flag tables").replace(said, f"SGLang {where}")
+
+    update: dict[str, Any] = {"title": restate(finding.title), "summary": restate(finding.summary), "versions": restate(finding.versions)}
+    if not whole:
+        update |= {"severity": "info", "lint": False, "summary": restate(finding.summary) + " (other releases that accept the command do not)"}
+    return finding.model_copy(update=update)
+
+
+def _refused_everywhere(parsed: Mapping[str, LaunchCommand], known: list[str]) -> Finding:
+    flags = sorted({flag for launch in parsed.values() for flag in launch.unknown})
+    where = "; ".join(f"{flag} is known to SGLang {span([v for v, launch in parsed.items() if flag not in launch.unknown], known)}" for flag in flags)
+    return Finding(
+        id="flags.unknown:every-release",
+        rule="flags.unknown",
+        severity="error",
+        status="predicted",
+        setting="launch_command",
+        title=f"every SGLang release from {known[0]} to {known[-1]} refuses this command",
+        summary=f"no single release knows every flag: {where}; argparse refuses to start (unrecognized arguments)",
+        cause="argparse refuses a flag its parser does not define, and stops before the server starts.",
+        versions=f"SGLang {known[0]}-{known[-1]} flag tables",
+        knobs=["keep the flags of the deployment's own release: check them against its `python -m sglang.launch_server --help`"],
+        lint=True,
+    )

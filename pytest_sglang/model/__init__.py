@@ -1,0 +1,1 @@
+"""The typed model and what is known of SGLang and GPUs: the raw facts record, the configuration model (server args, effective values with their provenance), benchmark records, releases, SM tables and the knowledge base's data (flag tables per release, rule files)."""

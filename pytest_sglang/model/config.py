@@ -1,0 +1,314 @@
+"""The typed model every target normalises into.
+
+``ServerArgs`` is what SGLang reports as its arguments (every field, unknown ones kept);
+``Effective`` is what is in force, each value with where it came from.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterator
+
+from typing_extensions import Self
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from pytest_sglang.base import reads as _reads
+
+log = logging.getLogger(__name__)
+
+
+_UNRECORDED = frozenset({"target", "provenance"})
+
+
+class _Recorded(BaseModel):
+    """Reads of declared fields during a test are recorded, so a failing test can show
+    every SGLang value it looked at and where that value came from."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, protected_namespaces=())
+
+    # What this object is called in messages ("server_args") and where its values came from.
+    _label: str = PrivateAttr(default="")
+    _origin: str = PrivateAttr(default="")
+    _target: str = PrivateAttr(default="")
+
+    def bind(self, label: str, origin: str, target: str) -> Any:
+        self._label, self._origin, self._target = label, origin, target
+        return self
+
+    @classmethod
+    def from_mapping(cls, data: Any) -> Self:
+        """Validate leniently: a field whose type changed in some SGLang version (or that a
+        damaged source garbled) is kept as reported, under its own name, instead of failing
+        the whole model; the attribute shows that value too, never a silent default."""
+        if not isinstance(data, dict):
+            data = {}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            drifted = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
+            clean = {k: v for k, v in data.items() if k not in drifted}
+            model = cls.model_validate(clean)
+            for name in sorted(drifted):
+                log.debug("%s.%s has an unexpected type; kept as reported", cls.__name__, name)
+                object.__setattr__(model, "__pydantic_extra__", {**(model.__pydantic_extra__ or {}), f"{name}": data[name]})
+                if name in cls.model_fields:
+                    model.__dict__[name] = data[name]
+            return model
+
+    def __getattribute__(self, name: str) -> Any:
+        value = super().__getattribute__(name)
+        if _reads.active is not None and not name.startswith("_") and name in type(self).model_fields and name not in _UNRECORDED:
+            _reads.record(self, name, value)
+        return value
+
+
+class PhaseConfig(BaseModel):
+    """One phase of ``cuda_graph_config`` (0.5.14+): decode or prefill."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    backend: str | None = None
+    max_bs: int | None = None
+    bs: list[int] | None = None
+
+
+class CudaGraphConfig(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    decode: PhaseConfig | None = None
+    prefill: PhaseConfig | None = None
+
+
+class ServerArgs(_Recorded):
+    """Every field SGLang reports. Typed fields for what suites assert on most; every other
+    field (including ones a newer SGLang adds) is kept and reachable as an attribute,
+    with ``server_args["name"]`` or ``server_args.get("name")``."""
+
+    # model
+    model_path: str | None = None
+    served_model_name: str | None = None
+    tokenizer_path: str | None = None
+    dtype: str | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    context_length: int | None = None
+    trust_remote_code: bool | None = None
+    enable_multimodal: bool | None = None
+    device: str | None = None
+    # parallelism
+    tp_size: int | None = None
+    pp_size: int | None = None
+    dp_size: int | None = None
+    ep_size: int | None = None
+    enable_dp_attention: bool | None = None
+    nnodes: int | None = None
+    # capacity and scheduling
+    max_running_requests: int | None = None
+    max_total_tokens: int | None = None
+    chunked_prefill_size: int | None = None
+    max_prefill_tokens: int | None = None
+    mem_fraction_static: float | None = None
+    page_size: int | None = None
+    schedule_policy: str | None = None
+    disable_radix_cache: bool | None = None
+    disable_overlap_schedule: bool | None = None
+    # CUDA graphs, every era
+    disable_cuda_graph: bool | None = None
+    cuda_graph_max_bs: int | None = None
+    cuda_graph_bs: list[int] | None = None
+    enable_piecewise_cuda_graph: bool | None = None  # <= 0.5.9
+    disable_piecewise_cuda_graph: bool | None = None  # 0.5.10-0.5.13
+    enforce_piecewise_cuda_graph: bool | None = None
+    cuda_graph_config: CudaGraphConfig | None = None  # 0.5.14+
+    # kernels and backends
+    attention_backend: str | None = None
+    prefill_attention_backend: str | None = None
+    decode_attention_backend: str | None = None
+    sampling_backend: str | None = None
+    moe_runner_backend: str | None = None
+    moe_a2a_backend: str | None = None
+    enable_flashinfer_allreduce_fusion: bool | None = None  # <= 0.5.13 meaningful
+    flashinfer_allreduce_fusion_backend: str | None = None  # 0.5.14+
+    enable_fused_moe_sum_all_reduce: bool | None = None
+    # speculative decoding
+    speculative_algorithm: str | None = None
+    speculative_draft_model_path: str | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    # hybrid (mamba-like) models
+    mamba_scheduler_strategy: str | None = None
+    max_mamba_cache_size: int | None = None
+    # serving
+    host: str | None = None
+    port: int | None = None
+    enable_metrics: bool | None = None
+    api_key: str | None = None
+    admin_api_key: str | None = None
+    random_seed: int | None = None
+
+    # Mapping-like access to every field, typed or not.
+    def as_dict(self) -> dict[str, Any]:
+        out = self.model_dump(exclude_unset=True)
+        out.update(self.__pydantic_extra__ or {})
+        return out
+
+    def get(self, name: str, default: Any = None) -> Any:
+        extra = self.__pydantic_extra__ or {}
+        if name in extra:
+            return extra[name]
+        if name in type(self).model_fields and name in self.model_fields_set:
+            return getattr(self, name)
+        return default
+
+    def __getitem__(self, name: str) -> Any:
+        marker = object()
+        value = self.get(name, marker)
+        if value is marker:
+            raise KeyError(f"server_args has no field {name!r}")
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name in self.model_fields_set or name in (self.__pydantic_extra__ or {}))
+
+    def keys(self) -> Iterator[str]:
+        return iter(self.as_dict())
+
+    def __len__(self) -> int:
+        return len(self.model_fields_set)  # pydantic counts extra fields as set fields too
+
+    def __repr__(self) -> str:
+        return f"ServerArgs(<{len(self)} fields>, model_path={self.model_path!r}, tp_size={self.tp_size})"
+
+
+class ModelInfo(_Recorded):
+    """``/model_info`` (``/get_model_info`` before 0.5.9)."""
+
+    model_path: str | None = None
+    served_model_name: str | None = None
+    tokenizer_path: str | None = None
+    is_generation: bool | None = None
+    model_type: str | None = None
+    architectures: list[str] = Field(default_factory=list)
+    has_image_understanding: bool | None = None
+    has_audio_understanding: bool | None = None
+    weight_version: str | None = None
+
+    @property
+    def architecture(self) -> str | None:
+        archs = self.architectures
+        return archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+
+    def __repr__(self) -> str:
+        return f"ModelInfo(model_path={self.model_path!r}, architectures={self.architectures!r})"
+
+
+class Provenance(BaseModel):
+    """Where one effective value came from, and what was asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    requested: Any = None
+    requested_source: str | None = None
+    note: str | None = None
+
+    def describe(self) -> str:
+        parts = [f"from {self.source}"]
+        if self.requested_source is not None:
+            parts.append(f"requested {self.requested!r} ({self.requested_source})")
+        if self.note:
+            parts.append(self.note)
+        return "; ".join(parts)
+
+
+UNKNOWN = "unknown"
+
+
+class Effective(_Recorded):
+    """The values in force on the target, normalised across SGLang versions.
+
+    Each value's origin is in ``effective.provenance[name]`` (see :meth:`source_of`).
+    """
+
+    target: str = ""
+    sglang_version: str | None = None
+    # capacity
+    max_running_requests: int | None = None
+    max_running_requests_total: int | None = None
+    max_total_num_tokens: int | None = None
+    max_req_input_len: int | None = None
+    chunked_prefill_size: int | None = None
+    context_len: int | None = None
+    # parallelism
+    tp_size: int | None = None
+    pp_size: int | None = None
+    dp_size: int | None = None
+    ep_size: int | None = None
+    # CUDA graphs
+    decode_cuda_graph: bool | None = None
+    decode_cuda_graph_max_bs: int | None = None
+    prefill_cuda_graph: bool | None = None
+    prefill_cuda_graph_backend: str | None = None
+    # communication and kernels
+    flashinfer_allreduce_fusion_requested: bool | None = None
+    flashinfer_allreduce_fusion: bool | None = None
+    attention_backend: str | None = None
+    moe_runner_backend: str | None = None
+    # speculative decoding
+    speculative_algorithm: str | None = None
+    speculative_num_draft_tokens: int | None = None
+    # hybrid models
+    mamba_cache_size: int | None = None
+    # model
+    architectures: list[str] = Field(default_factory=list)
+    is_multimodal: bool | None = None
+    is_hybrid: bool | None = None
+    # hardware
+    gpu_name: str | None = None
+    gpu_count: int | None = None
+    sm: int | None = None
+
+    provenance: dict[str, Provenance] = Field(default_factory=dict)
+
+    def source_of(self, name: str) -> str:
+        prov = self.provenance.get(name)
+        return prov.source if prov else UNKNOWN
+
+    def requested(self, name: str) -> Any:
+        prov = self.provenance.get(name)
+        return prov.requested if prov else None
+
+    def describe(self, name: str) -> str:
+        """``effective.NAME = VALUE (where it came from; what was requested; notes)``; for a
+        value the target could not tell, what to give so it can."""
+        value = getattr(self, name)
+        prov = self.provenance.get(name)
+        tail = prov.describe() if prov else "source unknown"
+        hint = _UNKNOWN_HINTS.get(name) if value is None else None
+        if hint == _SM_HINT and ("--sglang-sm" in tail or (name != "sm" and self.sm is not None)):
+            hint = None  # already said, or the SM is known and not what is missing
+        if hint:
+            tail = f"{tail}; {hint}"
+        return f"effective.{name} = {value!r} ({tail})"
+
+    def values(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"provenance", "target"})
+
+    def __repr__(self) -> str:
+        return f"<effective config of {self.target or 'target'}>"
+
+    __str__ = __repr__
+
+
+# What to give when a value is unknown because the GPU is: HTTP names it only from SGLang 0.5.18
+# (/v1/loads accelerator), and never its compute capability for a GPU the name table lacks.
+_SM_HINT = "give --sglang-sm=SM (e.g. 120) or the sglang_sm ini key; in a script, connect(..., sm=120)"
+_GPU_HINT = "give host access (--sglang-ssh USER@HOST, or local) to read the GPUs with nvidia-smi"
+_UNKNOWN_HINTS = {
+    "sm": _SM_HINT,
+    "flashinfer_allreduce_fusion": _SM_HINT,  # whether it runs depends on the SM
+    "gpu_name": _GPU_HINT,
+    "gpu_count": _GPU_HINT,
+}

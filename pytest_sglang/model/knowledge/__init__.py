@@ -1,0 +1,35 @@
+"""What the normaliser needs to know of SGLang, read from the explain knowledge base's data
+(``pytest_sglang/model/knowledge/knowledge.toml``), so each fact is written once.
+
+Only the lists are read here (with the standard TOML reader, no validation models), which keeps
+the normaliser's import cheap; the rules themselves are for :mod:`pytest_sglang.judge.explain`.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib import resources
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+_LISTS = tomllib.loads(resources.files(__name__).joinpath("knowledge.toml").read_text(encoding="utf-8"))["lists"]
+
+# configs/model_config.py multimodal_model_archs (0.5.12 :1495-1555).
+MULTIMODAL_ARCHS = frozenset(_LISTS["multimodal_archs"])
+# Architectures with a mamba-like (linear attention / SSM) state cache.
+HYBRID_ARCHS = frozenset(_LISTS["hybrid_archs"])
+
+
+def flashinfer_allreduce_fusion_runs_on(sm: int) -> bool:
+    """The runtime gate (0.5.10-0.5.13 ``layers/communicator.py:158``; 0.5.14+ ``add_norm.py:144``):
+    SM90 (``is_sm90_supported``) or SM10x (``is_sm100_supported``: major 10). Not SM11x, not SM12x."""
+    return sm // 10 in (9, 10)
+
+
+FLASHINFER_ALLREDUCE_FUSION_GATE = (
+    "FlashInfer allreduce fusion runs only on SM90 and SM10x "
+    "(a silent no-op elsewhere in SGLang 0.5.10-0.5.13, a start-up error from 0.5.14)"
+)

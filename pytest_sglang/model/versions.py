@@ -1,0 +1,60 @@
+"""SGLang version numbers and the version ranges markers are written with."""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from pytest_sglang.base.errors import SpecError
+
+_LEADING = re.compile(r"^\s*v?(\d+(?:\.\d+)*(?:\.?(?:post|dev|rc|a|b)\d*)*)")
+
+
+def parse_version(text: str | None) -> Version | None:
+    """``'0.5.8.post1'`` -> Version; anything unparseable -> None."""
+    if not text:
+        return None
+    match = _LEADING.match(str(text))
+    if not match:
+        return None
+    try:
+        return Version(match.group(1))
+    except InvalidVersion:
+        return None
+
+
+def version_spec(text: str) -> SpecifierSet:
+    """``'>=0.5.10'``, ``'>=0.5.10,<0.5.14'`` or a bare ``'0.5.12'`` (meaning ``==0.5.12``)."""
+    raw = str(text).strip()
+    if raw and raw[0].isdigit():
+        raw = f"=={raw}"
+    try:
+        return SpecifierSet(raw, prereleases=True)
+    except InvalidSpecifier:
+        raise SpecError(
+            f"requires_sglang({text!r}) is not a version range: write e.g. '>=0.5.10' or '>=0.5.10,<0.5.14'"
+        ) from None
+
+
+def in_range(version: Version, low: str, high: str | None = None) -> bool:
+    """low <= version (< high); post releases count as their base release."""
+    base = Version(version.base_version)
+    return base >= Version(low) and (high is None or base < Version(high))
+
+
+def nearest_release(version: Version, releases: Sequence[str]) -> str:
+    """The known release whose rules and flag table a version is read with: its own; for a
+    release between known ones, the newest older one; for one older than all, the oldest; for
+    one newer than all, the newest. A development build is newer than the newest release
+    before its number (``0.5.12.dev5`` follows 0.5.11; ``0.0.0.dev1``, built without release
+    tags, follows every known release)."""
+    known = sorted(releases, key=Version)
+    base = Version(version.base_version)
+    if version.is_devrelease:
+        before = [r for r in known if Version(r) < base]
+        return before[-1] if before and base <= Version(known[-1]) else known[-1]
+    older = [r for r in known if Version(r) <= base]
+    return older[-1] if older else known[0]

@@ -1,0 +1,71 @@
+"""One way to read a pytest-sglang setting, for the core plugin and every capability's own.
+
+A setting is read from its command-line option, then its environment variable (where it has
+one), then its ini key; the first that is given wins. Numbers are checked here, once: a value
+that is not a finite number in range is a one-line usage error that names where it came from
+(``--sglang-timeout``, ``SGLANG_...`` or ``ini sglang_timeout``) and what to give instead.
+Every option with an ini twin defaults to None, so "not given" is never mistaken for a value.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from pytest_sglang.target.options import NumberProblem, checked_number
+
+
+def _given(config: pytest.Config, name: str, env: str | None = None) -> tuple[Any, str]:
+    """The value and where it came from; (None, option) when the setting is not given."""
+    option = "--" + name.replace("_", "-")
+    value = config.getoption(name)
+    if value is not None:
+        return value, option
+    if env and os.environ.get(env):
+        return os.environ[env], env
+    text = config.getini(name)
+    if isinstance(text, str):
+        text = text.strip()
+    return (text or None), (f"ini {name}" if text else option)
+
+
+def setting(config: pytest.Config, name: str, env: str | None = None) -> Any:
+    """The setting's value (option, then environment, then ini), or None when none is given."""
+    return _given(config, name, env)[0]
+
+
+def flag(config: pytest.Config, name: str) -> bool:
+    """A switch such as ``--sglang-lint`` or ini ``sglang_lint = true``."""
+    return bool(setting(config, name))
+
+
+def number(
+    config: pytest.Config,
+    name: str,
+    *,
+    default: float | None = None,
+    unit: str = "seconds",
+    zero: bool = False,
+    whole: bool = False,
+    env: str | None = None,
+) -> Any:
+    """A finite number above 0 (or 0 too, with ``zero``), a whole one with ``whole``; the
+    default when the setting is not given. The check is :func:`~pytest_sglang.target.options.checked_number`,
+    the command line's too."""
+    value, source = _given(config, name, env)
+    if value is None:
+        return default
+    try:
+        return checked_number(value, unit=unit, zero=zero, whole=whole)
+    except NumberProblem as exc:
+        raise pytest.UsageError(f"{source} {exc}") from None
+
+
+def lines(config: pytest.Config, name: str) -> list[str]:
+    """An ini key of one entry per line (``sglang_explain_accept``, a policy, a key mapping):
+    its lines without blanks and ``#`` comments, stripped."""
+    value = config.getini(name)
+    raw = value if isinstance(value, list) else str(value or "").splitlines()
+    return [line.strip() for line in raw if line.strip() and not line.strip().startswith("#")]

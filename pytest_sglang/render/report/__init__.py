@@ -1,0 +1,1 @@
+"""The run's report as a document: its JSON schema and its renderings."""

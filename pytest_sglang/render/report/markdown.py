@@ -1,0 +1,222 @@
+"""The Markdown summary of a run's report, for a pull request comment: the verdict, one table
+row per host, then only what stands in the way of the promotion (failing checks, baseline diffs,
+fleet drift, error and warning findings, failing tests with the values they read, inconclusive
+benchmarks), each list cut short with a pointer to the JSON. Text is cut at a word boundary
+with ``…``, never in the middle of a word; the counts are pytest's own."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pytest_sglang.base.secrets import scrub
+from pytest_sglang.render.report.document import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, baseline_diffs, bench_name, short_name, summary_line
+from pytest_sglang.render.report.text import shorten, shorten_front
+
+LIMIT = 8  # lines per list: the comment stays readable without scrolling
+HEADLINE = {PROMOTE: "✅ PROMOTE", HOLD: "❌ HOLD", INCONCLUSIVE: "⚠️ INCONCLUSIVE"}
+MARK = {PROMOTE: "✅ promote", HOLD: "❌ hold", INCONCLUSIVE: "⚠️ inconclusive"}
+LEVEL_MARK = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inconclusive"}
+TITLE = "## SGLang promotion gate: "
+HELD_BECAUSE = "Held because: "
+NOT_PROMOTABLE = "Not promotable until measured: "
+
+
+def _cell(value: Any, limit: int = 60) -> str:
+    text = "—" if value is None or value == "" else str(value)
+    return shorten(text, limit).replace("|", "\\|")
+
+
+def _host(value: Any, limit: int = 48) -> str:
+    """A host spec, cut at the front when long: its end (the file or port) tells hosts apart."""
+    return shorten_front("—" if value is None else value, limit).replace("|", "\\|")
+
+
+def _code(value: Any, limit: int = 40) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else value
+    text = shorten(scrub(text).replace("`", "'"), limit)  # scrubbed before a key's backtick changes
+    return f"`{text}`"
+
+
+def _capped(lines: list[str], what: str) -> list[str]:
+    if len(lines) <= LIMIT:
+        return lines
+    return lines[:LIMIT] + [f"- … and {len(lines) - LIMIT} more {what} (see the JSON report)"]
+
+
+def _capped_rows(rows: list[str], columns: int, what: str) -> list[str]:
+    if len(rows) <= LIMIT:
+        return rows
+    return rows[:LIMIT] + [f"| … | {len(rows) - LIMIT} more {what} (see the JSON report) |" + " |" * (columns - 2)]
+
+
+def _checks_cell(checks: list[dict[str, Any]]) -> str:
+    if not checks:
+        return "—"
+    failed = sum(1 for c in checks if not c.get("passed"))
+    return f"{len(checks) - failed}/{len(checks)} passed"
+
+
+def _number(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, (int, float)) else "–"
+
+
+def render(doc: dict[str, Any]) -> str:
+    verdict = doc["verdict"]
+    lines = [TITLE + HEADLINE.get(verdict, verdict), ""]
+    hosts = doc["hosts"]
+    if verdict == HOLD:
+        held = [h for h in hosts if h["verdict"] == HOLD]
+        other = [r for r in doc["reasons"] if not any(r.startswith(f"{h['host']}: ") for h in held)]
+        why = ([f"{len(held)} of {len(hosts)} host(s) on hold"] if held else []) + [_cell(r, 160) for r in other]
+        if why:
+            lines += [HELD_BECAUSE + "; ".join(why[:4]) + (" …" if len(why) > 4 else ""), ""]
+    elif verdict == INCONCLUSIVE:
+        why = [_cell(r, 200) for r in doc["reasons"]]
+        lines += [NOT_PROMOTABLE + "; ".join(why[:4]) + (" …" if len(why) > 4 else ""), ""]
+    if hosts:
+        lines += ["| host | verdict | why | SGLang | model | GPU | tests | checks |", "|---|---|---|---|---|---|---|---|"]
+        for h in hosts:
+            facts = h.get("facts") or {}
+            lines.append(
+                f"| {_host(h['host'])} | {MARK.get(h['verdict'], h['verdict'])} | {_cell('; '.join(h.get('reasons') or []), 90)} | {_cell(facts.get('sglang_version'))} | {_cell(facts.get('model'), 40)} "
+                f"| {_cell(facts.get('gpu'), 48)} | {summary_line(h['counts'])} | {_checks_cell(h['checks'])} |"
+            )
+        lines.append("")
+    unread = [f"- **{_host(h['host'])}**: {_cell(h['error'], 200)}" for h in hosts if h.get("error")]
+    if unread:
+        lines += ["### Hosts not read", *_capped(unread, "hosts"), ""]
+
+    checks = [c for h in hosts for c in h["checks"]] + list(doc.get("run_checks", []))
+    failing = []
+    for c in checks:
+        if c.get("passed"):
+            continue
+        where = f"[{_host(c['host'])}]" if c.get("host") else ""
+        first = (c.get("failures") or ["failed"])[0]
+        more = len(c.get("failures") or []) - 1
+        failing.append(f"- **{_cell(c['check'])}{where}**: {_cell(first, 160)}" + (f" (+{more} more)" if more > 0 else ""))
+    if failing:
+        lines += ["### Failing checks", *_capped(failing, "failing checks"), ""]
+
+    diffs = []
+    for c in checks:
+        for d in baseline_diffs(c):
+            if d.get("failing") is False:
+                continue
+            field = d.get("path") or d.get("field") or "?"
+            explained = f" — explained by `{_cell(d['finding'], 50)}`" if d.get("finding") else ""
+            diffs.append(f"| {_host(c.get('host'))} | `{_cell(field, 60)}` | {_code(d.get('baseline'))} | {_code(d.get('live'))} | {_cell(d.get('status'), 20)}{explained} |")
+    if diffs:
+        lines += ["### Baseline diffs", "| host | field | baseline | live | status |", "|---|---|---|---|---|", *_capped_rows(diffs, 5, "differences"), ""]
+
+    drift = []
+    for c in doc.get("run_checks", []):
+        for host, host_diffs in (c.get("differences") or {}).items():
+            fields = ", ".join(f"`{d['field']}`" for d in host_diffs[:5]) + (f" and {len(host_diffs) - 5} more" if len(host_diffs) > 5 else "")
+            drift.append(f"- **{_host(host)}** differs from the fleet in {len(host_diffs)} field(s): {fields}")
+    if drift:
+        lines += ["### Fleet drift", *_capped(drift, "hosts"), ""]
+
+    findings = []
+    for h in hosts:
+        for f in h["findings"]:
+            if f["severity"] in ("error", "warning"):
+                findings.append(f"- {_host(h['host'])}: **{f['severity'].upper()}** `{f['id']}` {_cell(f['title'], 120)}")
+    findings.sort(key=lambda line: "**WARNING**" in line)  # errors first
+    if findings:
+        lines += ["### Findings (errors and warnings)", *_capped(findings, "findings"), ""]
+
+    lines += _benchmarks(hosts)
+
+    tests = [t for h in hosts for t in h["tests"]] + list(doc.get("tests_without_host", []))
+    unsure = [f"- {_host(t['host'])}: `{_cell(bench_name(t['nodeid']), 80)}`: {_cell(t['inconclusive'], 300)}" for t in tests if t.get("inconclusive") and t["outcome"] not in FAILED_OUTCOMES]
+    if unsure:
+        lines += ["### Inconclusive (not measured)", *_capped(unsure, "inconclusive tests"), ""]
+    broken = []
+    for t in tests:
+        if t["outcome"] not in FAILED_OUTCOMES:
+            continue
+        broken.append(f"- `{_cell(short_name(t['nodeid']), 120)}` {t['outcome']}: {_cell(t.get('message'), 160)}")
+        reads = t.get("values_read") or []
+        broken += [f"  - {_value_read(r)}" for r in reads[:3]]
+        if len(reads) > 3:
+            broken.append(f"  - … and {len(reads) - 3} more values read (see the JSON report)")
+    if broken:
+        lines += ["### Failing tests", *_capped_tests(broken), ""]
+
+    lines.append(f"<sub>{summary_line(doc['counts'])} · pytest exit status {doc['exit_status']} · pytest-sglang {doc['tool']['version']}</sub>")
+    return "\n".join(lines) + "\n"
+
+
+def _capped_tests(lines: list[str]) -> list[str]:
+    """At most LIMIT failing tests, each with its values read."""
+    starts = [i for i, line in enumerate(lines) if line.startswith("- ")]
+    if len(starts) <= LIMIT:
+        return lines
+    return lines[: starts[LIMIT]] + [f"- … and {len(starts) - LIMIT} more failing tests (see the JSON report)"]
+
+
+def _value_read(read: dict[str, Any]) -> str:
+    """``effective.max_running_requests`` = `26`, requested `48` (launch command ...): capped by ... [rule]"""
+    text = f"`{_cell(read.get('name'), 60)}` = {_code(read.get('value'), 40)}"
+    if read.get("requested_source") is not None:
+        asked = read.get("requested")
+        shown = "nothing" if asked in (None, "nothing") else _code(asked, 40)
+        text += f", requested {shown} ({_cell(read['requested_source'], 70)})"
+    causes = read.get("causes") or []
+    if causes:
+        text += ": " + "; ".join(_cell(c, 140) for c in causes[:2])
+    return text
+
+
+def _level_state(bench: dict[str, Any], level: dict[str, Any]) -> tuple[str, list[str]]:
+    """A level's result and why: its verdict when it was judged (pass, fail, inconclusive),
+    else what the test that ran it says."""
+    validity = level.get("validity") or {}
+    verdict = level.get("verdict")
+    reasons = [str(r) for r in level.get("verdict_reasons") or ()]
+    if verdict == "inconclusive" or (verdict is None and validity.get("verdict") == "inconclusive"):
+        reasons = reasons or [str(r) for r in validity.get("reasons") or ()]
+    if verdict is None:
+        if bench.get("inconclusive"):
+            verdict = "inconclusive"
+            reasons = reasons or [str(bench["inconclusive"])]
+        elif validity.get("verdict") == "inconclusive":
+            verdict = "inconclusive"
+        elif bench.get("outcome") in FAILED_OUTCOMES:
+            verdict = "fail"
+            reasons = reasons or ([str(bench["message"])] if bench.get("message") else [])
+    failed = level.get("failed") or 0
+    if failed and verdict in ("fail", "inconclusive"):
+        errors = level.get("errors") or []
+        reasons.append(f"{failed} of {level.get('requests', 0)} requests failed" + (f": {errors[0]}" if errors else ""))
+    attempts = level.get("attempts") or 1
+    if attempts > 1 and verdict is not None:
+        reasons.append(f"after {attempts} attempts")
+    return (verdict or str(bench.get("outcome") or "—")), reasons
+
+
+def _benchmarks(hosts: list[dict[str, Any]]) -> list[str]:
+    rows: list[str] = []
+    why: list[str] = []
+    for h in hosts:
+        for b in h.get("benchmarks") or ():
+            name = bench_name(b["test"])
+            for lv in b.get("levels") or ():
+                server = lv.get("server") or {}
+                peak = server.get("peak_running")
+                cap = server.get("max_running_requests")
+                running = f"{peak:g}" if isinstance(peak, (int, float)) else "–"
+                running += f" / {cap}" if cap is not None else ""
+                state, reasons = _level_state(b, lv)
+                rows.append(
+                    f"| {_host(h['host'])} | `{_cell(name, 50)}` | {_cell(lv['name'], 30)} | {_number(lv.get('output_throughput'))} | {_number((lv.get('ttft') or {}).get('p99'))} "
+                    f"| {_number((lv.get('itl') or {}).get('p99'))} | {lv.get('completed', 0)}/{lv.get('requests', 0)} | {running} | {LEVEL_MARK.get(state, _cell(state, 20))} |"
+                )
+                if state in ("fail", "inconclusive"):
+                    why.append(f"- {_host(h['host'])} `{_cell(name, 50)}` {_cell(lv['name'], 30)}: {LEVEL_MARK[state]}: {_cell('; '.join(reasons) or '—', 300)}")
+    if not rows:
+        return []
+    table = ["| host | benchmark | level | output tok/s | p99 TTFT ms | p99 ITL ms | completed | server running / max | result |", "|---|---|---|---|---|---|---|---|---|"]
+    return ["### Benchmarks", *table, *_capped_rows(rows, 9, "benchmark levels"), "", *_capped(why, "levels that failed or were inconclusive"), *([""] if why else [])]

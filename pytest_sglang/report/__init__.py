@@ -1,1 +1,0 @@
-"""Reports of a run: JUnit properties, JSON (with its schema) and a Markdown summary."""

@@ -1,1 +1,0 @@
-"""Starter suites generated from a known-good host (``pytest-sglang init``)."""
