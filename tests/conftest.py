@@ -48,13 +48,16 @@ def _ci_unset(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 REAL_TIER = "tests/real_sglang/"
+# The browser tier's tests share one gate run (a module fixture): one worker runs them all.
+BROWSER_TIER = "tests/test_report_browser.py"
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: the tests also run without it
 def pytest_xdist_make_scheduler(config, log):  # type: ignore[no-untyped-def]
     """Under ``-n N --dist loadgroup`` the whole real-SGLang tier runs in one worker (one
     CPU-heavy server at a time, each module's server started once) while the other workers take
-    the fast tiers; every other test is its own unit of work.
+    the fast tiers, and so does the browser tier (its gate run made once); every other test is
+    its own unit of work.
 
     The group is read from the test's path here, on the controller, rather than from an
     ``xdist_group`` mark: pytest-xdist 3.8 tells the controller a test's group by appending
@@ -66,7 +69,11 @@ def pytest_xdist_make_scheduler(config, log):  # type: ignore[no-untyped-def]
 
     class RealTierInOneWorker(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "real-sglang" if nodeid.startswith(REAL_TIER) else super()._split_scope(nodeid)
+            if nodeid.startswith(REAL_TIER):
+                return "real-sglang"
+            if nodeid.startswith(BROWSER_TIER):
+                return "report-browser"
+            return super()._split_scope(nodeid)
 
     return RealTierInOneWorker(config, log)
 

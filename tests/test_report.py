@@ -153,7 +153,7 @@ def test_the_markdown_gives_a_verdict_per_host_and_what_holds_it_in_a_screenful(
     assert lines[0] == "## SGLang promotion gate: ❌ HOLD"
     assert f"| {BASELINE} | ✅ promote | — | 0.5.12 |" in md
     assert f"| {CANDIDATE} | ❌ hold | 1 test(s) failed; check sglang-lint failed; differs from the fleet in" in md
-    assert "### Failing checks" in md and f"**sglang-lint[{CANDIDATE}]**: WARNING [capacity.mamba-cap]" in md
+    assert "### Failing checks" in md and f"**sglang-lint[{CANDIDATE}]**: WARNING \\[capacity.mamba-cap\\]" in md  # the check's text, escaped
     assert "### Fleet drift" in md and f"**{CANDIDATE}** differs from the fleet in" in md
     assert f"{CANDIDATE}: **WARNING** `capacity.mamba-cap`" in md
     assert "### Failing tests" in md and f"- `test_running_requests[{CANDIDATE}]` failed: assert 26 >= 40" in md

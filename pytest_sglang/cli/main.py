@@ -22,7 +22,7 @@ from pytest_sglang.base.secrets import clip, scrub
 
 # Each module has ``add_parser(subparsers) -> None`` and sets ``func`` on its parser; a new
 # capability adds its module here.
-COMMANDS = ("pytest_sglang.cli.explain", "pytest_sglang.cli.init", "pytest_sglang.cli.capture", "pytest_sglang.cli.baseline", "pytest_sglang.cli.bench")
+COMMANDS = ("pytest_sglang.cli.explain", "pytest_sglang.cli.init", "pytest_sglang.cli.capture", "pytest_sglang.cli.baseline", "pytest_sglang.cli.bench", "pytest_sglang.cli.report")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_TARGET = 0, 1, 2, 3
 

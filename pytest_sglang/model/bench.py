@@ -187,6 +187,15 @@ class LevelResult(BaseModel):
     verdict_reasons: list[str] = Field(default_factory=list)
     attempts: int = 1
 
+    def judge(self, verdict: LevelVerdict, reasons: list[str]) -> None:
+        """Record a judgement of the level. A level judged twice in one test (thresholds, then
+        a benchmark baseline) keeps the worse verdict and every reason: a level that failed its
+        threshold is not shown as passed because the baseline comparison found no change."""
+        rank = {"pass": 0, "inconclusive": 1, "fail": 2}
+        if self.verdict is None or rank[verdict] > rank[self.verdict]:
+            self.verdict = verdict
+        self.verdict_reasons = list(dict.fromkeys([*self.verdict_reasons, *reasons]))
+
     def metrics(self) -> dict[str, float]:
         """The level's figures under the names assertions and baselines use."""
         out: dict[str, float] = {
@@ -237,6 +246,38 @@ class LevelResult(BaseModel):
         return None
 
 
+# The figures a report draws of a benchmark baseline's repeats (as a band around the run's line).
+BASELINE_BAND_METRICS = ("output_throughput", "ttft_median_ms", "ttft_p99_ms", "itl_median_ms", "itl_p99_ms")
+
+
+class BaselineRepeats(BaseModel):
+    """The stored benchmark baseline a result was compared with: every repeat's figures per
+    level, kept on the result so that a report can draw the baseline's spread (a band) beside
+    the run, from the JSON report alone, long after the baseline file changed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str  # the benchmark's name in the baseline file
+    key: str | None = None  # the deployment key of the file
+    recorded: str | None = None  # when the baseline was recorded (ISO time)
+    # level name -> metric -> the value of every repeat
+    levels: dict[str, dict[str, list[float]]] = Field(default_factory=dict)
+
+    @classmethod
+    def from_entry(cls, name: str, key: str | None, entry: dict[str, object], metrics: tuple[str, ...] = BASELINE_BAND_METRICS) -> BaselineRepeats:
+        """The figures of ``metrics`` from a stored baseline entry (what
+        :func:`~pytest_sglang.bench.compare.baseline_entry` wrote); odd values are left out."""
+        levels: dict[str, dict[str, list[float]]] = {}
+        stored = entry.get("levels")
+        for level, figures in (stored.items() if isinstance(stored, dict) else ()):
+            if not isinstance(figures, dict):
+                continue
+            kept = {m: [float(v) for v in figures[m] if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)] for m in metrics if isinstance(figures.get(m), list)}
+            levels[str(level)] = {m: values for m, values in kept.items() if values}
+        recorded = entry.get("recorded")
+        return cls(name=name, key=key, recorded=recorded if isinstance(recorded, str) else None, levels=levels)
+
+
 class BenchResult(BaseModel):
     """A whole benchmark run against one target: its levels in the order they ran."""
 
@@ -252,6 +293,8 @@ class BenchResult(BaseModel):
     levels: list[LevelResult] = Field(default_factory=list)
     # Several runs of the same pattern, for telling a change from noise: repeats[i] is run i.
     repeats: list[list[LevelResult]] = Field(default_factory=list)
+    # The benchmark baseline it was compared with, when it was (``HostBench.baseline``).
+    baseline: BaselineRepeats | None = None
 
     def level(self, key: int | float | str) -> LevelResult:
         """A level by its concurrency (int), rate (float) or name."""

@@ -21,7 +21,7 @@ from pytest_sglang.base.errors import SpecError
 from pytest_sglang.judge.bench.api import INCONCLUSIVE_RERUNS, Bench, BenchFailed, BenchInconclusive, Budget, compare
 from pytest_sglang.judge.bench.expect import request_failures
 from pytest_sglang.judge.bench.compare import BENCH_BASELINE_KIND, DEFAULT_METRICS, BenchBaselineError, MetricChange, baseline_entry
-from pytest_sglang.model.bench import BenchResult
+from pytest_sglang.model.bench import BaselineRepeats, BenchResult
 from pytest_sglang.base.secrets import clip
 
 
@@ -68,6 +68,7 @@ class HostBench(Bench):
                     return []
             if entry is None:
                 raise BenchBaselineError(f"no benchmark baseline {bench_name!r} in {path} (deployment key {key}): record it with --sglang-update-baseline")
+            result.baseline = BaselineRepeats.from_entry(bench_name, key, entry)  # for the reports' band
             for attempt in range(INCONCLUSIVE_RERUNS + 1):
                 try:
                     return compare(result, entry, name=bench_name, metrics=metrics, tolerance=tolerance, alpha=alpha, min_delta_ms=min_delta_ms)

@@ -1,4 +1,5 @@
-"""pytest hooks for reports: ``--sglang-report-json``, ``--sglang-report-md``, JUnit properties.
+"""pytest hooks for reports: ``--sglang-report-json``, ``--sglang-report-md``,
+``--sglang-report-html``, JUnit properties.
 
 Every test that uses an SGLang host (and every built-in check of one host) gets the
 properties ``sglang_host``, ``sglang_version``, ``sglang_gpu`` and ``sglang_model`` in its
@@ -35,7 +36,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="write a short Markdown summary with a promote/hold verdict per host, for a pull request comment (ini: sglang_report_md)",
     )
+    group.addoption(
+        "--sglang-report-html",
+        dest="sglang_report_html",
+        default=None,
+        metavar="PATH",
+        help="write the run as one self-contained HTML page: verdicts, findings, baseline diffs, effective configuration, benchmark charts (ini: sglang_report_html)",
+    )
     parser.addini("sglang_report_json", "path of the JSON report", default="")
+    parser.addini("sglang_report_html", "path of the HTML report", default="")
     parser.addini("sglang_report_md", "path of the Markdown report", default="")
 
 
@@ -47,16 +56,16 @@ def _path(config: pytest.Config, name: str, option: str) -> Path | None:
     if not path.is_absolute():
         path = Path(config.invocation_params.dir) / path
     if path.is_dir():
-        raise pytest.UsageError(f"{option} {value} is a directory: give a file path, e.g. {option} {Path(str(value)) / ('sglang-report.json' if name.endswith('json') else 'sglang-report.md')}")
+        raise pytest.UsageError(f"{option} {value} is a directory: give a file path, e.g. {option} {Path(str(value)) / ('sglang-report.' + name.rsplit('_', 1)[-1])}")
     return path
 
 
 class ReportCollector:
     """The controller's view of the run: every test report, then the reports written once."""
 
-    def __init__(self, config: pytest.Config, json_path: Path | None, md_path: Path | None) -> None:
+    def __init__(self, config: pytest.Config, json_path: Path | None, md_path: Path | None, html_path: Path | None = None) -> None:
         self.config = config
-        self.json_path, self.md_path = json_path, md_path
+        self.json_path, self.md_path, self.html_path = json_path, md_path, html_path
         self.reports: list[dict[str, Any]] = []
         self.collect_errors: list[str] = []
         self.collect_skipped = 0
@@ -80,14 +89,15 @@ class ReportCollector:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        from pytest_sglang.plugin.report_build import build_report, write_reports
+        from pytest_sglang.plugin.report_build import build_report
+        from pytest_sglang.render.report.write import write_reports
 
         # session.exitstatus: what pytest will exit with, after the hooks before this one
         # (this one runs last) had their say.
         status = int(getattr(session, "exitstatus", exitstatus))
         document = build_report(self.config, self.reports, self.collect_errors, status, self.collect_skipped)
-        problems = write_reports(document, self.json_path, self.md_path)
-        for path in (self.json_path, self.md_path):
+        problems = write_reports(document, self.json_path, self.md_path, self.html_path)
+        for path in (self.json_path, self.html_path, self.md_path):
             if path is not None and not any(str(path) in p for p in problems):
                 self.messages.append(f"sglang: report written to {path}")
         self.messages += [f"sglang: {problem}" for problem in problems]
@@ -100,9 +110,10 @@ class ReportCollector:
 def pytest_configure(config: pytest.Config) -> None:
     json_path = _path(config, "sglang_report_json", "--sglang-report-json")
     md_path = _path(config, "sglang_report_md", "--sglang-report-md")
-    if hasattr(config, "workerinput") or (json_path is None and md_path is None):
+    html_path = _path(config, "sglang_report_html", "--sglang-report-html")
+    if hasattr(config, "workerinput") or (json_path is None and md_path is None and html_path is None):
         return  # only the controller writes, once
-    config.pluginmanager.register(ReportCollector(config, json_path, md_path), "sglang-report")
+    config.pluginmanager.register(ReportCollector(config, json_path, md_path, html_path), "sglang-report")
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

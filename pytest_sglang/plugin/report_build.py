@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 import pytest
@@ -457,31 +456,3 @@ def build_report(config: pytest.Config, entries: list[dict[str, Any]], collect_e
         "collection_errors": collect_errors,
     }
     return scrub_object(_json_value(document))
-
-
-def _write(path: Path, text: str) -> str | None:
-    from pytest_sglang.base.files import FileError, write_text
-
-    try:
-        write_text(path, scrub(text), what="report")
-    except FileError as exc:
-        return str(exc)
-    except OSError as exc:
-        return f"could not write the report {path}: {exc.strerror or exc}"
-    return None
-
-
-def write_reports(document: dict[str, Any], json_path: Path | None, md_path: Path | None) -> list[str]:
-    """Write the reports through the scrubber; returns the problems (one line each)."""
-    problems = []
-    if json_path is not None:
-        problem = _write(json_path, json.dumps(document, indent=2, sort_keys=False) + "\n")
-        if problem:
-            problems.append(problem)
-    if md_path is not None:
-        from pytest_sglang.render.report.markdown import render
-
-        problem = _write(md_path, render(document))
-        if problem:
-            problems.append(problem)
-    return problems

@@ -281,8 +281,7 @@ def compare(
     for lv in result.levels:
         mine = [c for c in changes if c.level == lv.name]
         if mine:
-            lv.verdict = "fail" if any(c.failing for c in mine) else "inconclusive" if any(c.status == "inconclusive" for c in mine) else "pass"
-            lv.verdict_reasons = [c.line() for c in mine if c.failing or c.status == "inconclusive"]
+            lv.judge("fail" if any(c.failing for c in mine) else "inconclusive" if any(c.status == "inconclusive" for c in mine) else "pass", [c.line() for c in mine if c.failing or c.status == "inconclusive"])
     if failing:
         lines = [f"{name}: {len(failing)} figure(s) regressed against the baseline on {result.target}:"]
         lines += [f"  {c.line()}" for c in failing]

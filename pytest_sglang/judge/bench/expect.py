@@ -305,8 +305,7 @@ def judge(result: BenchResult, thresholds: Sequence[str | Threshold], *, levels:
         verdict.inconclusive += unsure
         verdict.passed += passing
         for run in {id(r): r for r in [level, *runs]}.values():
-            run.verdict = "fail" if failing else "inconclusive" if unsure else "pass"
-            run.verdict_reasons = failing + unsure
+            run.judge("fail" if failing else "inconclusive" if unsure else "pass", failing + unsure)
     return verdict
 
 

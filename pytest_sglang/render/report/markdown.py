@@ -1,8 +1,13 @@
 """The Markdown summary of a run's report, for a pull request comment: the verdict, one table
 row per host, then only what stands in the way of the promotion (failing checks, baseline diffs,
 fleet drift, error and warning findings, failing tests with the values they read, inconclusive
-benchmarks), each list cut short with a pointer to the JSON. Text is cut at a word boundary
-with ``…``, never in the middle of a word; the counts are pytest's own."""
+benchmarks, with a Mermaid chart of their levels), each list cut short with a pointer to the JSON,
+and a link to the HTML report when one is written. Text is cut at a word boundary with ``…``,
+never in the middle of a word; the counts are pytest's own.
+
+Outside text (host names, model paths, messages) goes through :func:`~pytest_sglang.report.escape.md_text`
+(or :func:`~pytest_sglang.report.escape.md_code` inside a code span): it shows as written and
+never becomes markup or HTML."""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ from typing import Any
 
 from pytest_sglang.base.secrets import scrub
 from pytest_sglang.render.report.document import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, baseline_diffs, bench_name, short_name, summary_line
+from pytest_sglang.render.report.escape import md_code, md_text
+from pytest_sglang.render.report.series import level_state
 from pytest_sglang.render.report.text import shorten, shorten_front
 
 LIMIT = 8  # lines per list: the comment stays readable without scrolling
@@ -23,19 +30,26 @@ NOT_PROMOTABLE = "Not promotable until measured: "
 
 
 def _cell(value: Any, limit: int = 60) -> str:
+    """Outside text for running text or a table cell: shortened, then escaped."""
     text = "—" if value is None or value == "" else str(value)
-    return shorten(text, limit).replace("|", "\\|")
+    return md_text(shorten(text, limit))
 
 
 def _host(value: Any, limit: int = 48) -> str:
     """A host spec, cut at the front when long: its end (the file or port) tells hosts apart."""
-    return shorten_front("—" if value is None else value, limit).replace("|", "\\|")
+    return md_text(shorten_front("—" if value is None else value, limit))
 
 
 def _code(value: Any, limit: int = 40) -> str:
+    """A value in a code span: JSON for anything but a string, shortened, escaped for the span."""
     text = json.dumps(value, default=str) if not isinstance(value, str) else value
     text = shorten(scrub(text).replace("`", "'"), limit)  # scrubbed before a key's backtick changes
-    return f"`{text}`"
+    return f"`{md_code(text)}`"
+
+
+def _name(value: Any, limit: int = 60) -> str:
+    """A name (a test, a field, a rule) in a code span, shortened."""
+    return f"`{md_code(shorten('—' if value is None else str(value), limit))}`"
 
 
 def _capped(lines: list[str], what: str) -> list[str]:
@@ -61,7 +75,9 @@ def _number(value: Any) -> str:
     return f"{value:.1f}" if isinstance(value, (int, float)) else "–"
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: dict[str, Any], *, html_link: str | None = None) -> str:
+    """The summary of a JSON report document; ``html_link``: where the HTML report is (a
+    relative path or a URL), linked under the verdict."""
     verdict = doc["verdict"]
     lines = [TITLE + HEADLINE.get(verdict, verdict), ""]
     hosts = doc["hosts"]
@@ -74,6 +90,8 @@ def render(doc: dict[str, Any]) -> str:
     elif verdict == INCONCLUSIVE:
         why = [_cell(r, 200) for r in doc["reasons"]]
         lines += [NOT_PROMOTABLE + "; ".join(why[:4]) + (" …" if len(why) > 4 else ""), ""]
+    if html_link:
+        lines += [f"The whole run as one page (charts, findings, configuration): [{md_text(shorten_front(html_link, 60))}](<{_link_target(html_link)}>)", ""]
     if hosts:
         lines += ["| host | verdict | why | SGLang | model | GPU | tests | checks |", "|---|---|---|---|---|---|---|---|"]
         for h in hosts:
@@ -105,15 +123,15 @@ def render(doc: dict[str, Any]) -> str:
             if d.get("failing") is False:
                 continue
             field = d.get("path") or d.get("field") or "?"
-            explained = f" — explained by `{_cell(d['finding'], 50)}`" if d.get("finding") else ""
-            diffs.append(f"| {_host(c.get('host'))} | `{_cell(field, 60)}` | {_code(d.get('baseline'))} | {_code(d.get('live'))} | {_cell(d.get('status'), 20)}{explained} |")
+            explained = f" — explained by {_name(d['finding'], 50)}" if d.get("finding") else ""
+            diffs.append(f"| {_host(c.get('host'))} | {_name(field, 60)} | {_code(d.get('baseline'))} | {_code(d.get('live'))} | {_cell(d.get('status'), 20)}{explained} |")
     if diffs:
         lines += ["### Baseline diffs", "| host | field | baseline | live | status |", "|---|---|---|---|---|", *_capped_rows(diffs, 5, "differences"), ""]
 
     drift = []
     for c in doc.get("run_checks", []):
         for host, host_diffs in (c.get("differences") or {}).items():
-            fields = ", ".join(f"`{d['field']}`" for d in host_diffs[:5]) + (f" and {len(host_diffs) - 5} more" if len(host_diffs) > 5 else "")
+            fields = ", ".join(_name(d.get("field"), 80) for d in host_diffs[:5]) + (f" and {len(host_diffs) - 5} more" if len(host_diffs) > 5 else "")
             drift.append(f"- **{_host(host)}** differs from the fleet in {len(host_diffs)} field(s): {fields}")
     if drift:
         lines += ["### Fleet drift", *_capped(drift, "hosts"), ""]
@@ -122,7 +140,7 @@ def render(doc: dict[str, Any]) -> str:
     for h in hosts:
         for f in h["findings"]:
             if f["severity"] in ("error", "warning"):
-                findings.append(f"- {_host(h['host'])}: **{f['severity'].upper()}** `{f['id']}` {_cell(f['title'], 120)}")
+                findings.append(f"- {_host(h['host'])}: **{f['severity'].upper()}** {_name(f['id'])} {_cell(f['title'], 120)}")
     findings.sort(key=lambda line: "**WARNING**" in line)  # errors first
     if findings:
         lines += ["### Findings (errors and warnings)", *_capped(findings, "findings"), ""]
@@ -130,14 +148,14 @@ def render(doc: dict[str, Any]) -> str:
     lines += _benchmarks(hosts)
 
     tests = [t for h in hosts for t in h["tests"]] + list(doc.get("tests_without_host", []))
-    unsure = [f"- {_host(t['host'])}: `{_cell(bench_name(t['nodeid']), 80)}`: {_cell(t['inconclusive'], 300)}" for t in tests if t.get("inconclusive") and t["outcome"] not in FAILED_OUTCOMES]
+    unsure = [f"- {_host(t['host'])}: {_name(bench_name(t['nodeid']), 80)}: {_cell(t['inconclusive'], 300)}" for t in tests if t.get("inconclusive") and t["outcome"] not in FAILED_OUTCOMES]
     if unsure:
         lines += ["### Inconclusive (not measured)", *_capped(unsure, "inconclusive tests"), ""]
     broken = []
     for t in tests:
         if t["outcome"] not in FAILED_OUTCOMES:
             continue
-        broken.append(f"- `{_cell(short_name(t['nodeid']), 120)}` {t['outcome']}: {_cell(t.get('message'), 160)}")
+        broken.append(f"- {_name(short_name(t['nodeid']), 120)} {t['outcome']}: {_cell(t.get('message'), 160)}")
         reads = t.get("values_read") or []
         broken += [f"  - {_value_read(r)}" for r in reads[:3]]
         if len(reads) > 3:
@@ -159,7 +177,7 @@ def _capped_tests(lines: list[str]) -> list[str]:
 
 def _value_read(read: dict[str, Any]) -> str:
     """``effective.max_running_requests`` = `26`, requested `48` (launch command ...): capped by ... [rule]"""
-    text = f"`{_cell(read.get('name'), 60)}` = {_code(read.get('value'), 40)}"
+    text = f"{_name(read.get('name'), 60)} = {_code(read.get('value'), 40)}"
     if read.get("requested_source") is not None:
         asked = read.get("requested")
         shown = "nothing" if asked in (None, "nothing") else _code(asked, 40)
@@ -168,33 +186,6 @@ def _value_read(read: dict[str, Any]) -> str:
     if causes:
         text += ": " + "; ".join(_cell(c, 140) for c in causes[:2])
     return text
-
-
-def _level_state(bench: dict[str, Any], level: dict[str, Any]) -> tuple[str, list[str]]:
-    """A level's result and why: its verdict when it was judged (pass, fail, inconclusive),
-    else what the test that ran it says."""
-    validity = level.get("validity") or {}
-    verdict = level.get("verdict")
-    reasons = [str(r) for r in level.get("verdict_reasons") or ()]
-    if verdict == "inconclusive" or (verdict is None and validity.get("verdict") == "inconclusive"):
-        reasons = reasons or [str(r) for r in validity.get("reasons") or ()]
-    if verdict is None:
-        if bench.get("inconclusive"):
-            verdict = "inconclusive"
-            reasons = reasons or [str(bench["inconclusive"])]
-        elif validity.get("verdict") == "inconclusive":
-            verdict = "inconclusive"
-        elif bench.get("outcome") in FAILED_OUTCOMES:
-            verdict = "fail"
-            reasons = reasons or ([str(bench["message"])] if bench.get("message") else [])
-    failed = level.get("failed") or 0
-    if failed and verdict in ("fail", "inconclusive"):
-        errors = level.get("errors") or []
-        reasons.append(f"{failed} of {level.get('requests', 0)} requests failed" + (f": {errors[0]}" if errors else ""))
-    attempts = level.get("attempts") or 1
-    if attempts > 1 and verdict is not None:
-        reasons.append(f"after {attempts} attempts")
-    return (verdict or str(bench.get("outcome") or "—")), reasons
 
 
 def _benchmarks(hosts: list[dict[str, Any]]) -> list[str]:
@@ -209,14 +200,21 @@ def _benchmarks(hosts: list[dict[str, Any]]) -> list[str]:
                 cap = server.get("max_running_requests")
                 running = f"{peak:g}" if isinstance(peak, (int, float)) else "–"
                 running += f" / {cap}" if cap is not None else ""
-                state, reasons = _level_state(b, lv)
+                state, reasons = level_state(b, lv)
                 rows.append(
-                    f"| {_host(h['host'])} | `{_cell(name, 50)}` | {_cell(lv['name'], 30)} | {_number(lv.get('output_throughput'))} | {_number((lv.get('ttft') or {}).get('p99'))} "
+                    f"| {_host(h['host'])} | {_name(name, 50)} | {_cell(lv['name'], 30)} | {_number(lv.get('output_throughput'))} | {_number((lv.get('ttft') or {}).get('p99'))} "
                     f"| {_number((lv.get('itl') or {}).get('p99'))} | {lv.get('completed', 0)}/{lv.get('requests', 0)} | {running} | {LEVEL_MARK.get(state, _cell(state, 20))} |"
                 )
                 if state in ("fail", "inconclusive"):
-                    why.append(f"- {_host(h['host'])} `{_cell(name, 50)}` {_cell(lv['name'], 30)}: {LEVEL_MARK[state]}: {_cell('; '.join(reasons) or '—', 300)}")
+                    why.append(f"- {_host(h['host'])} {_name(name, 50)} {_cell(lv['name'], 30)}: {LEVEL_MARK[state]}: {_cell('; '.join(reasons) or '—', 300)}")
     if not rows:
         return []
     table = ["| host | benchmark | level | output tok/s | p99 TTFT ms | p99 ITL ms | completed | server running / max | result |", "|---|---|---|---|---|---|---|---|---|"]
-    return ["### Benchmarks", *table, *_capped_rows(rows, 9, "benchmark levels"), "", *_capped(why, "levels that failed or were inconclusive"), *([""] if why else [])]
+    from pytest_sglang.render.report.mermaid import charts
+
+    return ["### Benchmarks", *table, *_capped_rows(rows, 9, "benchmark levels"), "", *charts(hosts), *_capped(why, "levels that failed or were inconclusive"), *([""] if why else [])]
+
+
+def _link_target(link: str) -> str:
+    """A link destination inside ``<...>``: no angle bracket or line break can end it early."""
+    return "".join(f"%{ord(c):02X}" if c in "<>\n\r" or ord(c) < 32 else c for c in scrub(link))

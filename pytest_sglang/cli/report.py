@@ -1,0 +1,84 @@
+"""``pytest-sglang report RUN.json --html FILE --md FILE``: the HTML page and the Markdown
+summary of a run, rendered later from its JSON report (a later CI step, another machine).
+
+The page is the one ``--sglang-report-html`` writes: both read only the JSON report. The file
+is read through :func:`pytest_sglang._files.read_text` (a regular file, at most
+``REPORT_CAP_BYTES``) and checked against the report schema before anything is written; a file
+that is missing, not JSON or not a report is one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_sglang.base import files as _files
+from pytest_sglang.base.errors import SpecError
+from pytest_sglang.base.secrets import clip, scrub
+
+# A report of 32 hosts with their tests and benchmarks is a few MiB.
+REPORT_CAP_BYTES = 256 * _files.MiB
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="render the HTML page and the Markdown summary of a run from its JSON report",
+        description="Render a run's JSON report (--sglang-report-json) as the self-contained HTML page (--html) and the "
+        "Markdown summary (--md) that --sglang-report-html and --sglang-report-md write, e.g. in a later CI step.",
+    )
+    p.add_argument("report", metavar="RUN.json", help="a JSON report written by --sglang-report-json")
+    p.add_argument("--html", metavar="FILE", help="write the HTML page to FILE")
+    p.add_argument("--md", metavar="FILE", help="write the Markdown summary to FILE")
+    p.add_argument("--link", metavar="URL", help="where the Markdown links to the HTML page (default: its path beside the Markdown file, when both are written)")
+    p.add_argument("--no-charts", action="store_true", help="tables instead of charts, even with the report extra installed")
+    p.add_argument("--json", action="store_true", help="print what was written, and the verdict, as JSON")
+    p.set_defaults(func=run)
+
+
+def load_report(path: str) -> dict[str, Any]:
+    """A JSON report, read and checked: one :class:`SpecError` line naming the file otherwise."""
+    from pytest_sglang.render.report.schema import validate
+
+    what = f"JSON report {path}"
+    try:
+        text = _files.read_text(path, cap_bytes=REPORT_CAP_BYTES, what=what)
+        _files.check_nesting(text, what=what)
+    except _files.MissingFileError:
+        raise SpecError(f"{what} does not exist: give the file --sglang-report-json wrote") from None
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise SpecError(f"{what} is not JSON ({clip(exc, 120)}): give the file --sglang-report-json wrote") from None
+    problems = validate(document)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise SpecError(f"{what} is not a pytest-sglang report: {clip(problems[0], 160)}{more}")
+    return dict(document)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pytest_sglang.render.report.write import write_reports
+
+    if not args.html and not args.md:
+        raise SpecError("give --html FILE, --md FILE or both: what to write")
+    document = load_report(args.report)
+    html_path = Path(args.html) if args.html else None
+    md_path = Path(args.md) if args.md else None
+    for option, path in (("--html", html_path), ("--md", md_path)):
+        if path is not None and path.is_dir():
+            raise SpecError(f"{option} {path} is a directory: give a file path, e.g. {option} {path / ('sglang-report.' + option[2:])}")
+    problems = write_reports(document, None, md_path, html_path, html_link=args.link, charts=False if args.no_charts else None)
+    if problems:
+        raise SpecError(problems[0])
+    written = [str(p) for p in (html_path, md_path) if p is not None]
+    if args.json:
+        print(scrub(json.dumps({"verdict": document["verdict"], "written": written})))
+    else:
+        for shown in written:
+            print(scrub(f"pytest-sglang: wrote {shown} (verdict {document['verdict']})"))
+    sys.stdout.flush()
+    return 0

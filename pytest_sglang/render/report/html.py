@@ -1,0 +1,586 @@
+"""The HTML report: one self-contained page from the JSON report document alone.
+
+``--sglang-report-html FILE`` writes it at the end of a run, and ``pytest-sglang report
+RUN.json --html FILE`` writes the same page later from the JSON report (the page reads nothing
+but the document, never a target). The page needs no network: its style, its script and its
+charts (inline SVG, drawn with the ``report`` extra; tables without it) are in the file, and
+its Content-Security-Policy forbids every request and every script but its own. It reads
+top-down: the verdict and why, each host's verdict, the benchmarks as charts, the fleet (hosts
+by the fields where they differ), then per host the explain findings, the baseline diff grouped
+by cause, the checks, the failing tests, the effective configuration (filterable), and the GPU
+and version facts. It is readable with JavaScript off (the script only adds the filter, the
+legend's highlight and opens every section for printing) and printable.
+
+Every outside text (host names, model paths, launch commands, messages) is written through
+:func:`pytest_sglang.report.escape.html_text`, the page's one escaping function; the charts
+carry none (see :mod:`pytest_sglang.report.charts`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections import Counter
+from typing import Any, Iterable, Sequence, Union
+
+from pytest_sglang.render.report import charts as chart_module
+from pytest_sglang.render.report.document import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, baseline_diffs, short_name, summary_line
+from pytest_sglang.render.report.escape import html_text as _t
+from pytest_sglang.render.report.series import FAIL, Group, figure, groups, level_state, number_text
+
+VERDICT_WORD = {PROMOTE: "PROMOTE", HOLD: "HOLD", INCONCLUSIVE: "INCONCLUSIVE"}
+REASONS_SHOWN = 6  # reasons in the headline; the rest one click away
+FACT_ROWS = (
+    ("SGLang", "sglang_version"),
+    ("model", "model"),
+    ("architecture", "architecture"),
+    ("GPU", "gpu"),
+    ("compute capability", "sm"),
+    ("tensor parallel", "tp_size"),
+    ("read from", "origin"),
+    ("where", "where"),
+    ("collected at", "collected_at"),
+    ("launch command known", "launch_command_known"),
+)
+# A table cell: markup, or (markup, the cell's class).
+Cell = Union[str, tuple[str, str]]
+# Facts compared across hosts in the fleet view, beside the effective values.
+FLEET_FACTS = ("sglang_version", "model", "gpu")
+
+STYLE = """
+:root{--fg:#1c1c1c;--muted:#5c5c5c;--line:#dedede;--soft:#f5f5f5;--hold:#b91c1c;--hold-bg:#fdecec;--inc:#92400e;--inc-bg:#fff4dc;--ok:#166534;--ok-bg:#e7f6ec;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:var(--fg)}
+body{margin:0;background:#fff}
+main{max-width:1280px;margin:0 auto;padding:0 20px 40px}
+h1{font-size:24px;margin:0 0 6px}h2{font-size:19px;margin:28px 0 8px;padding-top:8px;border-top:1px solid var(--line)}h3{font-size:16px;margin:18px 0 6px}h4{font-size:14px;margin:12px 0 4px}
+a{color:#1d4ed8}code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+.verdict{padding:16px 20px;margin:0 -20px 12px;border-bottom:3px solid}
+.verdict.hold{background:var(--hold-bg);border-color:var(--hold)}.verdict.inconclusive{background:var(--inc-bg);border-color:var(--inc)}.verdict.promote{background:var(--ok-bg);border-color:var(--ok)}
+.verdict .word{letter-spacing:.02em}.verdict p{margin:4px 0}.reasons{margin:4px 0 0;padding-left:22px}.reasons li{margin:2px 0;overflow-wrap:anywhere}
+.meta{color:var(--muted);font-size:12.5px}
+nav{position:sticky;top:0;background:#fff;border-bottom:1px solid var(--line);padding:6px 0;margin-bottom:8px;z-index:2;font-size:13px;overflow-x:auto;white-space:nowrap}
+nav a{margin-right:14px;text-decoration:none}nav a.to::before{content:"";display:inline-block;width:8px;height:8px;border-radius:50%;margin-right:4px;background:var(--muted)}nav a.hold::before{background:var(--hold)}nav a.inconclusive::before{background:#d97706}nav a.promote::before{background:var(--ok)}
+.badge{display:inline-block;padding:0 7px;border-radius:10px;font-size:12px;font-weight:600;white-space:nowrap}
+.badge.hold,.badge.fail,.badge.failed,.badge.error{background:var(--hold-bg);color:var(--hold)}.badge.inconclusive,.badge.warning{background:var(--inc-bg);color:var(--inc)}.badge.promote,.badge.pass,.badge.passed{background:var(--ok-bg);color:var(--ok)}.badge.info,.badge.skipped{background:var(--soft);color:var(--muted)}
+table{border-collapse:collapse;width:100%;margin:6px 0 10px;font-size:13px}
+th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th{background:var(--soft);font-weight:600;position:sticky;top:33px;overflow-wrap:normal}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.changed td{background:#fffbea}td.differs{background:#fde8e8;font-weight:600}
+.scroll{overflow-x:auto}.scroll th{position:static}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(440px,1fr));gap:12px}
+figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:8px;break-inside:avoid}
+figcaption{font-weight:600;font-size:13px;margin-bottom:4px}
+svg.plot{width:100%;height:auto;display:block}
+.legend{list-style:none;padding:0;margin:6px 0;display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12.5px}
+.legend button{font:inherit;background:none;border:0;padding:1px 2px;cursor:pointer;color:inherit;text-align:left}
+.legend button[aria-pressed=true]{outline:2px solid #888;border-radius:3px}
+.swatch{display:inline-block;width:18px;height:4px;vertical-align:middle;margin-right:5px;border-radius:2px}
+.key{display:inline-block;width:18px;height:0;vertical-align:middle;margin-right:5px;border-top:2px solid #444}
+.key.dashed{border-top-style:dashed}.key.dotted{border-top:2px dotted #666}
+.ring{display:inline-block;width:10px;height:10px;border-radius:50%;vertical-align:middle;margin-right:5px;border:2.5px solid #d62728}.ring.inconclusive{border:2px dashed #b45309}
+.bandkey{display:inline-block;width:18px;height:10px;vertical-align:middle;margin-right:5px;background:#1f77b4;opacity:.25}
+.bench[data-focus] svg [data-series]:not(.focus){opacity:.12}
+.filter{margin:6px 0;display:flex;gap:14px;align-items:center;flex-wrap:wrap;font-size:13px}
+.filter input[type=search]{font:inherit;padding:3px 6px;min-width:260px;border:1px solid #bbb;border-radius:4px}
+.filter output{color:var(--muted)}.filter[hidden]{display:none}
+.change{border-left:4px solid var(--line);padding:2px 10px;margin:8px 0}.change.failing{border-color:var(--hold)}
+.note{color:var(--muted)}.empty{color:var(--muted);font-style:italic}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:6px 0}dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;overflow-wrap:anywhere}
+details>summary{cursor:pointer;color:#1d4ed8;margin:4px 0}
+.host{scroll-margin-top:40px}
+footer{margin-top:30px;color:var(--muted);font-size:12.5px}
+@media print{
+:root{font-size:11px}nav,.filter{display:none}.legend button{outline:0}
+th{position:static}.verdict{margin:0 0 8px}main{max-width:none;padding:0}
+details::details-content{content-visibility:visible;display:block}details>summary{display:none}
+tr,figure,.change{break-inside:avoid}.charts{grid-template-columns:1fr 1fr}a{color:inherit;text-decoration:none}
+}
+"""
+
+SCRIPT = """
+(function(){
+  for (const box of document.querySelectorAll('.filter[data-table]')) {
+    const table = document.getElementById(box.dataset.table);
+    if (!table || !table.tBodies.length) continue;
+    const rows = Array.from(table.tBodies[0].rows);
+    const text = box.querySelector('input[type=search]');
+    const changed = box.querySelector('input[type=checkbox]');
+    const count = box.querySelector('output');
+    const apply = function(){
+      const words = text.value.trim().toLowerCase().split(/\\s+/).filter(Boolean);
+      let shown = 0;
+      for (const row of rows) {
+        const content = row.textContent.toLowerCase();
+        const keep = words.every(function(w){ return content.includes(w); }) && (!changed.checked || row.classList.contains('changed'));
+        row.hidden = !keep;
+        if (keep) shown++;
+      }
+      count.value = shown + ' of ' + rows.length + ' values';
+    };
+    text.addEventListener('input', apply);
+    changed.addEventListener('change', apply);
+    box.hidden = false;
+    apply();
+  }
+  for (const button of document.querySelectorAll('.legend button[data-series]')) {
+    button.addEventListener('click', function(){
+      const bench = button.closest('.bench');
+      const n = button.dataset.series;
+      const on = bench.dataset.focus !== n;
+      if (on) bench.dataset.focus = n; else delete bench.dataset.focus;
+      for (const el of bench.querySelectorAll('svg [data-series]')) el.classList.toggle('focus', on && el.dataset.series === n);
+      for (const b of bench.querySelectorAll('.legend button[data-series]')) b.setAttribute('aria-pressed', String(on && b.dataset.series === n));
+    });
+  }
+  window.addEventListener('beforeprint', function(){ for (const d of document.querySelectorAll('details')) d.open = true; });
+})();
+"""
+
+
+def _hash(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def _swatch_style() -> str:
+    return "".join(f".c{i}{{background:{c}}}" for i, c in enumerate(chart_module.PALETTE))
+
+
+# ---- small pieces ------------------------------------------------------------------------------
+
+
+def _value(value: Any) -> str:
+    """A JSON value as the configuration shows it: strings as they are, the rest as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=str)
+
+
+def _badge(word: Any, kind: Any = None) -> str:
+    kind_text = str(kind if kind is not None else word)
+    return f'<span class="badge {_t(kind_text)}">{_t(word)}</span>'
+
+
+def _verdict_badge(verdict: str) -> str:
+    return f'<span class="badge {_t(verdict)}">{_t(verdict)}</span>'
+
+
+def _list(items: Iterable[str], cls: str = "") -> str:
+    rows = "".join(f"<li>{item}</li>" for item in items)
+    return f'<ul class="{cls}">{rows}</ul>' if rows else ""
+
+
+def _table(head: list[str], rows: Sequence[Sequence[Cell]], *, table_id: str | None = None, row_classes: list[str] | None = None, numeric: set[int] | frozenset[int] = frozenset()) -> str:
+    """A table of cells already escaped (or markup made here); a cell given as ``(markup,
+    class)`` gets that class."""
+    ident = f' id="{table_id}"' if table_id else ""
+    th = "".join(f'<th{" class=num" if i in numeric else ""}>{h}</th>' for i, h in enumerate(head))
+    body = []
+    for n, row in enumerate(rows):
+        cls = row_classes[n] if row_classes and row_classes[n] else ""
+        cells = []
+        for i, cell in enumerate(row):
+            markup, cell_class = cell if isinstance(cell, tuple) else (cell, "num" if i in numeric else "")
+            cells.append(f'<td{f" class={cell_class}" if cell_class else ""}>{markup}</td>')
+        body.append(f'<tr{f" class={cls}" if cls else ""}>{"".join(cells)}</tr>')
+    return f"<table{ident}><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _num(value: Any) -> str:
+    return number_text(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else "–"
+
+
+def _host_ids(doc: dict[str, Any]) -> dict[str, str]:
+    return {str(h["host"]): f"host-{i + 1}" for i, h in enumerate(doc.get("hosts") or ())}
+
+
+# ---- the verdict and the hosts -----------------------------------------------------------------
+
+
+def _headline(doc: dict[str, Any]) -> str:
+    verdict = str(doc.get("verdict"))
+    reasons = [str(r) for r in doc.get("reasons") or ()]
+    lead = {HOLD: "Held because:", INCONCLUSIVE: "Not promotable until measured:", PROMOTE: "Nothing failed and nothing is open."}.get(verdict, "")
+    shown = "".join(f"<li>{_t(r)}</li>" for r in reasons[:REASONS_SHOWN])
+    more = ""
+    if len(reasons) > REASONS_SHOWN:
+        rest = "".join(f"<li>{_t(r)}</li>" for r in reasons[REASONS_SHOWN:])
+        more = f"<details><summary>{len(reasons) - REASONS_SHOWN} more reason(s)</summary><ol class=reasons start={REASONS_SHOWN + 1}>{rest}</ol></details>"
+    tool = doc.get("tool") or {}
+    return (
+        f'<header id="verdict" class="verdict {_t(verdict)}">'
+        f'<h1>SGLang promotion gate: <span class="word">{_t(VERDICT_WORD.get(verdict, verdict))}</span></h1>'
+        f"<p><strong>{_t(lead)}</strong></p>"
+        + (f"<ol class=reasons>{shown}</ol>{more}" if shown else "")
+        + f'<p class="meta">{_t(summary_line(doc.get("counts") or {}))} · pytest exit status {_t(doc.get("exit_status"))} · '
+        f'{len(doc.get("hosts") or ())} host(s) · {_t(doc.get("created_at"))} · {_t(tool.get("name", "pytest-sglang"))} {_t(tool.get("version", ""))}</p>'
+        "</header>"
+    )
+
+
+def _hosts_table(doc: dict[str, Any], ids: dict[str, str]) -> str:
+    hosts = doc.get("hosts") or []
+    if not hosts:
+        return '<section id="hosts"><h2>Hosts</h2><p class="empty">No SGLang host in this run.</p></section>'
+    rows = []
+    for h in hosts:
+        facts = h.get("facts") or {}
+        checks = h.get("checks") or []
+        failed = sum(1 for c in checks if not c.get("passed"))
+        rows.append(
+            [
+                f'<a href="#{ids[str(h["host"])]}">{_t(h["host"])}</a>',
+                _verdict_badge(str(h.get("verdict"))),
+                _t("; ".join(h.get("reasons") or []) or "—"),
+                _t(facts.get("sglang_version") or "—"),
+                _t(facts.get("model") or "—"),
+                _t(facts.get("gpu") or "—"),
+                _t(summary_line(h.get("counts") or {})),
+                _t(f"{len(checks) - failed}/{len(checks)} passed" if checks else "—"),
+            ]
+        )
+    return '<section id="hosts"><h2>Hosts</h2>' + _table(["host", "verdict", "why", "SGLang", "model", "GPU", "tests", "checks"], rows) + "</section>"
+
+
+# ---- benchmarks ---------------------------------------------------------------------------------
+
+
+def _legend(group: Group) -> str:
+    items = [
+        f'<li><button type="button" data-series="{run.number}" aria-pressed="false" title="highlight this host on the charts">'
+        f'<span class="swatch c{(run.number - 1) % len(chart_module.PALETTE)}"></span>{run.number} {_t(run.host)}</button></li>'
+        for run in group.runs
+    ]
+    keys = ['<li><span class="key"></span>p99 / peak running</li>', '<li><span class="key dashed"></span>p50 / peak queue</li>']
+    if any(c.rules for c in group.charts):
+        keys.append('<li><span class="key dotted"></span>effective max_running_requests</li>')
+    if any(c.bands for c in group.charts):
+        keys.append('<li><span class="bandkey"></span>benchmark baseline: lowest to highest repeat</li>')
+    if any(p.state == FAIL for c in group.charts for _, p in c.marks):
+        keys.append('<li><span class="ring"></span>failed level</li>')
+    if any(p.state != FAIL for c in group.charts for _, p in c.marks):
+        keys.append('<li><span class="ring inconclusive"></span>inconclusive level</li>')
+    return f'<ul class="legend">{"".join(items + keys)}</ul>'
+
+
+def _bench_table(group: Group) -> str:
+    rows = []
+    classes = []
+    for run in group.runs:
+        bench = run.bench
+        base_levels = ((bench.get("baseline") or {}).get("levels") or {}) if isinstance(bench.get("baseline"), dict) else {}
+        for lv in bench.get("levels") or ():
+            state, reasons = level_state(bench, lv)
+            server = lv.get("server") if isinstance(lv.get("server"), dict) else {}
+            running = _num((server or {}).get("peak_running"))
+            cap = (server or {}).get("max_running_requests")
+            running += f" / {_num(cap)}" if cap is not None else ""
+            base = base_levels.get(str(lv.get("name"))) or {}
+            spread = []
+            for metric, label in (("output_throughput", "tok/s"), ("ttft_p99_ms", "p99 TTFT ms")):
+                values = [v for v in base.get(metric) or () if isinstance(v, (int, float))]
+                if values:
+                    spread.append(f"{label} {number_text(min(values))}–{number_text(max(values))} ({len(values)})")
+            rows.append(
+                [
+                    f"{run.number} {_t(run.host)}",
+                    _t(lv.get("name")),
+                    _num(figure(lv, "output_throughput")),
+                    _num(figure(lv, "ttft_p50")),
+                    _num(figure(lv, "ttft_p99")),
+                    _num(figure(lv, "itl_p50")),
+                    _num(figure(lv, "itl_p99")),
+                    _t(f"{lv.get('completed', 0)}/{lv.get('requests', 0)}"),
+                    _t(running),
+                    _num((server or {}).get("peak_queue")),
+                    _t("; ".join(spread) or "—"),
+                    _badge(state) + (f' <span class="note">{_t("; ".join(reasons))}</span>' if reasons else ""),
+                ]
+            )
+            classes.append("")
+    head = ["host", "level", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "completed", "server running / max", "server queue", "benchmark baseline (min–max, repeats)", "result"]
+    return f'<div class="scroll">{_table(head, rows, row_classes=classes, numeric={2, 3, 4, 5, 6, 9})}</div>'
+
+
+def _benchmarks(doc: dict[str, Any], draw: bool) -> str:
+    found = groups(doc)
+    if not found:
+        return ""
+    out = ['<section id="benchmarks"><h2>Benchmarks</h2>']
+    if not draw:
+        out.append("<p class=note>Charts need the report extra (<code>pip install 'pytest-sglang[report]'</code>); the figures are in the tables.</p>")
+    for index, group in enumerate(found, 1):
+        out.append(f'<div class="bench" id="bench-{index}" data-benchmark="{_t(group.name)}" data-mode="{_t(group.mode)}" data-hosts="{len(group.runs)}" data-levels="{len(group.levels)}">')
+        out.append(f"<h3><code>{_t(group.name)}</code> <span class=note>by {_t(group.axis)}</span></h3>")
+        out.append(_legend(group))
+        if draw:
+            figures = [f'<figure class="chart" data-chart="{c.id}"><figcaption>{_t(c.title)}</figcaption>{chart_module.chart_svg(group, c)}</figure>' for c in group.charts]
+            out.append(f'<div class="charts">{"".join(figures)}</div>')
+            out.append(f"<details><summary>the figures as a table</summary>{_bench_table(group)}</details>")
+        else:
+            out.append(_bench_table(group))
+        out.append("</div>")
+    out.append("</section>")
+    return "".join(out)
+
+
+# ---- the fleet ------------------------------------------------------------------------------------
+
+
+def _fleet_values(host: dict[str, Any]) -> dict[str, str]:
+    values = {f"facts.{name}": _value((host.get("facts") or {}).get(name)) for name in FLEET_FACTS}
+    values.update({f"effective.{name}": _value((entry or {}).get("value")) for name, entry in (host.get("effective") or {}).items()})
+    return values
+
+
+def _fleet(doc: dict[str, Any], ids: dict[str, str]) -> str:
+    hosts = [h for h in doc.get("hosts") or () if h.get("facts")]
+    if len(doc.get("hosts") or ()) < 2:
+        return ""
+    values = {str(h["host"]): _fleet_values(h) for h in hosts}
+    fields = sorted({f for v in values.values() for f in v})
+    differing = [f for f in fields if len({v.get(f, "(absent)") for v in values.values()}) > 1]
+    out = ['<section id="fleet"><h2>Fleet: hosts by the fields where they differ</h2>']
+    for check in doc.get("run_checks") or ():
+        if check.get("check") == "sglang-fleet":
+            status = _badge("passed" if check.get("passed") else "failed")
+            notes = [_t(n) for n in check.get("notes") or ()]
+            out.append(f"<p>Check <code>sglang-fleet</code> {status} {' '.join(f'<span class=note>{n}</span>' for n in notes)}</p>")
+    unread = [str(h["host"]) for h in doc.get("hosts") or () if not h.get("facts")]
+    if unread:
+        out.append(f"<p class=note>Not read, so not compared: {_t(', '.join(unread))}</p>")
+    if not differing:
+        out.append(f"<p>The {len(hosts)} hosts read agree on all {len(fields)} fields compared (the effective configuration, SGLang version, model and GPU).</p></section>")
+        return "".join(out)
+    usual = {f: Counter(v.get(f, "(absent)") for v in values.values()).most_common(1)[0][0] for f in differing}
+    head = ["host"] + [f'<span class="mono">{_t(f)}</span>' for f in differing]
+    rows: list[Sequence[Cell]] = [["<em>most hosts</em>"] + [_t(usual[f]) for f in differing]]
+    for host, own in values.items():
+        cells: list[Cell] = [f'<a href="#{ids[host]}">{_t(host)}</a>']
+        for f in differing:
+            value = own.get(f, "(absent)")
+            cells.append((_t(value), "differs") if value != usual[f] else _t(value))
+        rows.append(cells)
+    table = _table(head, rows)
+    out.append(f"<p>{len(differing)} of {len(fields)} fields differ; a highlighted value differs from most hosts'.</p><div class=scroll>{table}</div></section>")
+    return "".join(out)
+
+
+# ---- one host --------------------------------------------------------------------------------------
+
+
+def _facts(host: dict[str, Any]) -> str:
+    facts = host.get("facts")
+    if not facts:
+        return ""
+    rows = "".join(f"<dt>{_t(label)}</dt><dd>{_t(_value(facts.get(key)) if facts.get(key) is not None else '—')}</dd>" for label, key in FACT_ROWS)
+    return f"<h3>GPU and version</h3><p>{_t(facts.get('describe'))}</p><dl class=facts>{rows}</dl>"
+
+
+def _findings(host: dict[str, Any]) -> str:
+    findings = host.get("findings") or []
+    out = ["<h3>Explain findings</h3>"]
+    if host.get("explain_error"):
+        out.append(f"<p class=note>{_t(host['explain_error'])}</p>")
+    if not findings:
+        out.append("<p class=empty>None.</p>")
+        return "".join(out)
+    order = {"error": 0, "warning": 1, "info": 2}
+    rows = []
+    for f in sorted(findings, key=lambda f: order.get(str(f.get("severity")), 3)):
+        asked = "not requested" if f.get("requested") is None else f"requested {_value(f.get('requested'))}"
+        knob = f"<code>{_t(f.get('setting'))}</code>: {_t(asked)}, in effect {_t(_value(f.get('effective')))}"
+        if f.get("predicted") is not None and f.get("predicted") != f.get("effective"):
+            knob += f", predicted {_t(_value(f.get('predicted')))}"
+        rows.append([_badge(f.get("severity")), f"<strong>{_t(f.get('title'))}</strong><br>{_t(f.get('summary'))}<br><span class=note>rule <code>{_t(f.get('rule'))}</code></span>", knob, _t(f.get("status"))])
+    out.append(_table(["severity", "cause", "the knobs", "status"], rows))
+    return "".join(out)
+
+
+def _baseline_check(check: dict[str, Any]) -> str:
+    """The baseline diff of one host, grouped by cause: one block per change (the fields of one
+    setting and what follows from it), its fields under it."""
+    diffs = baseline_diffs(check)
+    state = check.get("baseline")
+    out = [f"<h4>Baseline <span class=mono>{_t(check.get('path') or check.get('file') or '')}</span> {_badge('passed' if check.get('passed') else 'failed')}</h4>"]
+    if state in ("missing", "new"):
+        out.append(f"<p class=note>{_t(check.get('message') or ('no baseline yet' if state == 'new' else 'no baseline'))}</p>")
+    if check.get("summary"):
+        out.append(f"<p>{_t(check['summary'])}</p>")
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for d in diffs:
+        by_group.setdefault(str(d.get("group") or ""), []).append(d)
+    shown: set[str] = set()
+    for change in check.get("groups") or ():
+        name = str(change.get("name") or "")
+        members = by_group.get(name) or [d for d in diffs if d.get("path") in (change.get("fields") or ())]
+        shown.update(str(d.get("path")) for d in members)
+        cause = ""
+        if change.get("finding"):
+            cause = f"<p>Cause: <code>{_t(change['finding'])}</code> {_t(change.get('finding_summary') or '')}</p>"
+        follows = f"<p class=note>follows from: {_t(change['follows_from'])}</p>" if change.get("follows_from") else ""
+        failing = " failing" if change.get("failing") else ""
+        out.append(
+            f'<div class="change{failing}"><strong>{_t(change.get("title") or change.get("line") or name)}</strong> {_badge(change.get("status"), "fail" if change.get("failing") else "info")}'
+            f"{cause}{follows}{_diff_table(members)}</div>"
+        )
+    rest = [d for d in diffs if str(d.get("path")) not in shown]
+    if rest:
+        out.append(f"<div class=change><strong>other differences</strong>{_diff_table(rest)}</div>")
+    if not diffs and state == "found":
+        out.append("<p class=empty>No difference from the baseline.</p>")
+    return "".join(out)
+
+
+def _diff_table(diffs: list[dict[str, Any]]) -> str:
+    rows = []
+    for d in diffs:
+        sources = "; ".join(f"{side}: {src}" for side, src in (("baseline", d.get("baseline_source")), ("live", d.get("live_source"))) if src)
+        status = _t(d.get("status")) + (f" <span class=note>{_t(d.get('note'))}</span>" if d.get("note") else "")
+        rows.append([f"<code>{_t(d.get('path') or d.get('field'))}</code>", _t(_value(d.get("baseline"))), _t(_value(d.get("live"))), status, f"<span class=note>{_t(sources)}</span>"])
+    return _table(["field", "baseline", "live", "status", "read from"], rows) if rows else ""
+
+
+def _checks(host: dict[str, Any]) -> str:
+    checks = host.get("checks") or []
+    if not checks:
+        return ""
+    out = ["<h3>Checks</h3>"]
+    for check in checks:
+        if check.get("check") == "sglang-baseline":
+            out.append(_baseline_check(check))
+            continue
+        out.append(f"<h4><code>{_t(check.get('check'))}</code> {_badge('passed' if check.get('passed') else 'failed')}</h4>")
+        out.append(_list((_t(line) for line in check.get("failures") or ()), "mono"))
+        out.append(_list((f"<span class=note>{_t(line)}</span>" for line in check.get("notes") or ())))
+    return "".join(out)
+
+
+def _tests(host: dict[str, Any]) -> str:
+    tests = host.get("tests") or []
+    out = [f"<h3>Tests <span class=note>{_t(summary_line(host.get('counts') or {}))}</span></h3>"]
+    for t in tests:
+        if t.get("outcome") not in FAILED_OUTCOMES and not t.get("inconclusive"):
+            continue
+        kind = "inconclusive" if t.get("inconclusive") else str(t.get("outcome"))
+        out.append(f"<h4><code>{_t(short_name(str(t.get('nodeid'))))}</code> {_badge(kind)}</h4><p class=mono>{_t(t.get('inconclusive') or t.get('message') or '')}</p>")
+        reads = t.get("values_read") or []
+        if reads:
+            rows = [
+                [f"<code>{_t(r.get('name'))}</code>", _t(r.get("value")), _t(r.get("requested") if r.get("requested_source") is not None else "—"), _t("; ".join([*(r.get("causes") or ()), *(r.get("notes") or ())])), f"<span class=note>{_t(r.get('source'))}</span>"]
+                for r in reads
+            ]
+            out.append(_table(["value read", "in effect", "requested", "why", "read from"], rows))
+    if tests:
+        rows = [[f"<code>{_t(short_name(str(t.get('nodeid'))))}</code>", _badge(t.get("outcome")), f"{float(t.get('duration') or 0):.2f} s", _t(t.get("message") or "")] for t in tests]
+        out.append(f"<details><summary>all {len(tests)} test(s)</summary>{_table(['test', 'outcome', 'duration', 'message'], rows, numeric={2})}</details>")
+    return "".join(out)
+
+
+def _effective(host: dict[str, Any], index: int, few_hosts: bool) -> str:
+    effective = host.get("effective") or {}
+    if not effective:
+        return ""
+    table_id = f"cfg-{index}"
+    rows, classes = [], []
+    for name, entry in effective.items():
+        entry = entry or {}
+        asked = entry.get("requested_source") is not None
+        changed = asked and entry.get("requested") != entry.get("value")
+        requested = _t(_value(entry.get("requested"))) if asked else "<span class=note>—</span>"
+        rows.append(
+            [
+                f"<code>{_t(name)}</code>",
+                _t(_value(entry.get("value"))),
+                requested,
+                _t(entry.get("source")),
+                _t(entry.get("requested_source") or ""),
+                _t(entry.get("note") or ""),
+            ]
+        )
+        classes.append("changed" if changed else "")
+    changed_count = classes.count("changed")
+    box = (
+        f'<div class="filter" data-table="{table_id}" hidden>'
+        f'<input type="search" placeholder="filter: a name, a value, a source…" aria-label="filter the effective configuration of this host">'
+        f'<label><input type="checkbox"> only values that differ from what was requested ({changed_count})</label><output></output></div>'
+    )
+    table = _table(["name", "in effect", "requested", "read from", "requested in", "note"], rows, table_id=table_id, row_classes=classes)
+    opened = " open" if few_hosts else ""
+    return f"<details{opened}><summary>Effective configuration: {len(rows)} values, {changed_count} differ from what was requested</summary>{box}{table}</details>"
+
+
+def _host(host: dict[str, Any], index: int, few_hosts: bool) -> str:
+    out = [f'<section class="host" id="host-{index}"><h2>{_t(host.get("host"))} {_verdict_badge(str(host.get("verdict")))}</h2>']
+    reasons = host.get("reasons") or []
+    if reasons:
+        out.append(f"<ol class=reasons>{''.join(f'<li>{_t(r)}</li>' for r in reasons)}</ol>")
+    if host.get("error"):
+        out.append(f"<p><strong>Not read:</strong> <span class=mono>{_t(host['error'])}</span></p>")
+    for warning in host.get("warnings") or ():
+        out.append(f"<p class=note>warning: {_t(warning)}</p>")
+    out.append(_findings(host) if host.get("facts") else "")
+    out.append(_checks(host))
+    out.append(_tests(host))
+    if host.get("facts"):
+        out.append("<h3>Effective configuration</h3>")
+        out.append(_effective(host, index, few_hosts))
+        out.append(_facts(host))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _other(doc: dict[str, Any]) -> str:
+    out = []
+    tests = doc.get("tests_without_host") or []
+    failing = [t for t in tests if t.get("outcome") in FAILED_OUTCOMES]
+    if failing:
+        rows = [[f"<code>{_t(short_name(str(t.get('nodeid'))))}</code>", _badge(t.get("outcome")), _t(t.get("message") or "")] for t in failing]
+        out.append("<h2>Failing tests without an SGLang host</h2>" + _table(["test", "outcome", "message"], rows))
+    errors = doc.get("collection_errors") or []
+    if errors:
+        out.append("<h2>Collection errors</h2>" + _list(f"<code>{_t(e)}</code>" for e in errors))
+    return "".join(out)
+
+
+def _nav(doc: dict[str, Any], has_bench: bool, has_fleet: bool) -> str:
+    links = ['<a href="#verdict">verdict</a>', '<a href="#hosts">hosts</a>']
+    if has_bench:
+        links.append('<a href="#benchmarks">benchmarks</a>')
+    if has_fleet:
+        links.append('<a href="#fleet">fleet</a>')
+    for i, h in enumerate(doc.get("hosts") or (), 1):
+        links.append(f'<a href="#host-{i}" class="to {_t(h.get("verdict"))}">{_t(h.get("host"))}</a>')
+    return f"<nav>{''.join(links)}</nav>"
+
+
+def render(doc: dict[str, Any], *, charts: bool | None = None) -> str:
+    """The page for a JSON report document. ``charts``: draw the benchmark charts (default:
+    when the ``report`` extra is installed); without them the figures are tables."""
+    draw = chart_module.available() if charts is None else charts
+    ids = _host_ids(doc)
+    hosts = doc.get("hosts") or []
+    benchmarks = _benchmarks(doc, draw)
+    fleet = _fleet(doc, ids)
+    style = STYLE + _swatch_style()
+    policy = f"default-src 'none'; style-src '{_hash(style)}'; script-src '{_hash(SCRIPT)}'; img-src 'none'; base-uri 'none'; form-action 'none'"
+    verdict = str(doc.get("verdict"))
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta name="referrer" content="no-referrer">',
+        f"<title>SGLang promotion gate: {_t(VERDICT_WORD.get(verdict, verdict))}</title>",
+        f"<style>{style}</style></head><body><main>",
+        _headline(doc),
+        _nav(doc, bool(benchmarks), bool(fleet)),
+        _hosts_table(doc, ids),
+        benchmarks,
+        fleet,
+        *(_host(h, i, len(hosts) <= 4) for i, h in enumerate(hosts, 1)),
+        _other(doc),
+        f'<footer>{_t(summary_line(doc.get("counts") or {}))} · written by pytest-sglang from the JSON report of {_t(doc.get("created_at"))}</footer>',
+        f"</main><script>{SCRIPT}</script></body></html>",
+    ]
+    return "\n".join(p for p in parts if p) + "\n"

@@ -1,0 +1,366 @@
+"""The HTML report and the Markdown charts as users get them: ``--sglang-report-html`` on a run
+against the simulator, ``pytest-sglang report RUN.json`` rendering the same page later, one
+self-contained file with no secret in it, and outside text that stays text in every report
+(one escaping function per format, held to a Hypothesis property).
+
+The page in a real browser is ``tests/test_report_browser.py``."""
+
+from __future__ import annotations
+
+import html as html_module
+import importlib.util
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_sglang.cli.main import main
+from pytest_sglang.render.report import charts
+from pytest_sglang.render.report import escape
+from pytest_sglang.render.report import html as html_report
+from pytest_sglang.render.report import markdown
+from pytest_sglang.render.report.schema import validate
+from pytest_sglang.render.report.series import groups
+from support import ROOT, property_settings
+
+BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
+CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
+KEY = "sk-html-9f3e1c"
+HOSTILE = '/models/<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+SUITE = """
+def test_tp(effective):
+    assert effective.tp_size == 4
+
+def test_running_requests(effective):
+    assert effective.max_running_requests >= 40
+"""
+
+
+def _synthetic() -> Any:
+    spec = importlib.util.spec_from_file_location("report_html_benchmark", ROOT / "benchmarks" / "report_html.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.synthetic_report
+
+
+synthetic_report = _synthetic()
+
+
+class Page(HTMLParser):
+    """What a browser would build: every element with its attributes, and the text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self._in: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def run(pytester: pytest.Pytester, *args: str, suite: str = SUITE) -> pytest.RunResult:
+    pytester.makepyfile(suite)
+    return pytester.runpytest("-p", "no:benchmark", "--sglang-report-json=out/report.json", "--sglang-report-html=out/report.html", "--sglang-report-md=out/report.md", *args)
+
+
+def hostile_profile(folder: Path) -> Path:
+    """The baseline deployment serving a model whose path and name carry markup."""
+    import pytest_sglang.target.sources.sim
+
+    profile = json.loads((Path(pytest_sglang.target.sources.sim.__file__).parent / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json").read_text())
+    profile["name"] = "hostile"
+    profile["model"]["model_path"] = HOSTILE
+    profile["model"]["served_model_name"] = HOSTILE
+    profile["server_args"] = {**profile.get("server_args", {}), "model_path": HOSTILE, "served_model_name": HOSTILE}
+    profile.pop("launch_command", None)
+    path = folder / "hostile.json"
+    path.write_text(json.dumps(profile))
+    return path
+
+
+# ---- the page of a run ------------------------------------------------------------------------
+
+
+def test_a_run_writes_one_self_contained_page_with_verdicts_findings_and_the_configuration(pytester):
+    result = run(pytester, f"--sglang-host={BASELINE}", f"--sglang-host={CANDIDATE}", "--sglang-lint", "--sglang-fleet")
+    result.assert_outcomes(passed=4, failed=3)  # the candidate's running requests, its lint, the fleet
+    result.stdout.fnmatch_lines([f"sglang: report written to {pytester.path / 'out' / 'report.html'}"])
+    page = (pytester.path / "out" / "report.html").read_text()
+    parsed = Page(page)
+    # nothing to fetch: no script, style, image, font or frame from anywhere, and a policy that forbids it
+    for tag, attrs in parsed.tags:
+        assert not attrs.get("src"), (tag, attrs)
+        assert tag not in ("img", "iframe", "object", "embed", "link"), tag
+        assert not (attrs.get("href") or "#").split("#")[0], (tag, attrs)  # in-page links only
+    policy = next(attrs["content"] for tag, attrs in parsed.tags if tag == "meta" and attrs.get("http-equiv") == "Content-Security-Policy")
+    assert "default-src 'none'" in (policy or "") and "'unsafe-inline'" not in (policy or "")
+    text = " ".join(" ".join(parsed.text).split())
+    # the verdict first, with its reasons, then each host's
+    assert page.index('id="verdict"') < page.index('id="hosts"') < page.index('id="host-1"')
+    assert "SGLang promotion gate: HOLD" in text and f"{CANDIDATE}: 1 test(s) failed; check sglang-lint failed" in text
+    # per host: findings, checks, the effective configuration with sources and what was requested, facts
+    assert "max_running_requests is capped by the mamba state cache" in text
+    assert "/server_info internal_states[0].effective_max_running_requests_per_dp" in text
+    assert "launch command --max-running-requests" in text
+    assert "4x NVIDIA RTX PRO 6000 Blackwell Server Edition" in text
+    assert page.count('class="filter" data-table="cfg-') == 2
+    # the fleet: hosts by the fields where they differ
+    assert "Fleet: hosts by the fields where they differ" in text and "<td class=differs>" in page
+    # the Markdown links to it
+    md = (pytester.path / "out" / "report.md").read_text()
+    assert "[report.html](<report.html>)" in md
+
+
+def test_the_report_subcommand_renders_the_same_page_from_the_json_report(pytester, capsys):
+    run(pytester, f"--sglang-host={BASELINE}", f"--sglang-host={CANDIDATE}", "--sglang-fleet")
+    out = pytester.path / "out"
+    assert main(["report", str(out / "report.json"), "--html", str(out / "again.html"), "--md", str(out / "again.md")]) == 0
+    assert (out / "again.html").read_bytes() == (out / "report.html").read_bytes()
+    assert (out / "again.md").read_text() == (out / "report.md").read_text().replace("report.html", "again.html")
+    assert f"pytest-sglang: wrote {out / 'again.html'} (verdict hold)" in capsys.readouterr().out
+    assert main(["report", str(out / "report.json"), "--md", str(out / "linked.md"), "--link", "https://ci.example/job/1/artifacts/report.html", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"verdict": "hold", "written": [str(out / "linked.md")]}
+    assert "(<https://ci.example/job/1/artifacts/report.html>)" in (out / "linked.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda p: None, "JSON report {path} does not exist: give the file --sglang-report-json wrote"),
+        (lambda p: p.write_text("{not json"), "JSON report {path} is not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1)): give the file --sglang-report-json wrote"),
+        (lambda p: p.write_text('{"format": 1}'), "JSON report {path} is not a pytest-sglang report: $: 'tool' is missing (and 9 more)"),
+        (lambda p: p.mkdir(), "JSON report {path} is not a regular file (a directory)"),
+    ],
+    ids=["missing", "not-json", "not-a-report", "a-directory"],
+)
+def test_report_with_a_bad_json_file_is_one_line_and_exit_2(tmp_path, capsys, make, expected):
+    path = tmp_path / "run.json"
+    make(path)
+    assert main(["report", str(path), "--html", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"pytest-sglang: {expected.format(path=path)}\n"
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_report_needs_something_to_write_and_a_file_path(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(synthetic_report(2, 3)))
+    assert main(["report", str(path)]) == 2
+    assert capsys.readouterr().err == "pytest-sglang: give --html FILE, --md FILE or both: what to write\n"
+    assert main(["report", str(path), "--html", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"pytest-sglang: --html {tmp_path} is a directory: give a file path, e.g. --html {tmp_path / 'sglang-report.html'}\n"
+
+
+def test_no_secret_reaches_the_page(pytester):
+    result = run(pytester, f"--sglang-host={BASELINE}?api_key={KEY}", "-k", "tp")
+    result.assert_outcomes(passed=1, deselected=1)
+    page = (pytester.path / "out" / "report.html").read_text()
+    assert KEY not in page and html_module.escape(KEY) not in page
+    assert KEY not in (pytester.path / "out" / "report.md").read_text()
+
+
+def test_a_served_model_name_with_markup_stays_text_in_the_page_and_the_markdown(pytester):
+    profile = hostile_profile(pytester.path)
+    run(pytester, f"--sglang-host=sim://{profile}", "-k", "tp").assert_outcomes(passed=1, deselected=1)
+    page = (pytester.path / "out" / "report.html").read_text()
+    parsed = Page(page)
+    assert [tag for tag, _ in parsed.tags if tag in ("img", "script")] == ["script"]  # the page's own script, at the end
+    assert not any(name.startswith("on") for _, attrs in parsed.tags for name in attrs)
+    assert HOSTILE in "".join(parsed.text)  # shown as written
+    md = (pytester.path / "out" / "report.md").read_text()
+    assert "<script>" not in md and "<img" not in md
+    assert "| /models/&lt;script>window.\\_\\_pwned=1&lt;/… |" in md  # the table's model cell, cut at 40
+
+
+# ---- the page, from a report document ---------------------------------------------------------
+
+
+def test_a_32_host_fleet_draws_one_line_per_host_on_a_few_charts():
+    doc = synthetic_report(32, 10)
+    assert validate(doc) == []
+    page = html_report.render(doc, charts=True)
+    assert len(page.encode()) < 2_000_000
+    (group,) = groups(doc)
+    assert [c.id for c in group.charts] == ["throughput", "ttft", "itl", "server"]
+    svgs = re.findall(r'<svg [^>]*data-chart="(\w+)"[^>]*data-series-count="(\d+)"[^>]*data-point-count="(\d+)"[^>]*data-mark-count="(\d+)"', page)
+    held = sum(1 for h in doc["hosts"] if h["verdict"] == "hold")
+    failed_levels = sum(1 for h in doc["hosts"] for lv in h["benchmarks"][0]["levels"] if lv["verdict"] == "fail")
+    assert held == 8 and failed_levels > 0
+    assert svgs == [
+        ("throughput", "32", "320", str(failed_levels)),
+        ("ttft", "64", "640", str(2 * failed_levels)),
+        ("itl", "64", "640", str(2 * failed_levels)),
+        ("server", "64", "640", str(2 * failed_levels)),
+    ]
+    assert page.count('<g class="series"') == 224 and page.count('class="band"') == 32 * 5
+    assert page.count('<li><button type="button" data-series=') == 32
+
+
+def test_without_the_report_extra_the_page_has_tables_in_place_of_charts():
+    doc = synthetic_report(3, 4)
+    page = html_report.render(doc, charts=False)
+    assert "<svg" not in page
+    assert "Charts need the report extra (<code>pip install 'pytest-sglang[report]'</code>)" in page
+    text = " ".join(Page(page).text)
+    assert "concurrency=8" in text and "output tok/s" in text and "benchmark baseline (min–max, repeats)" in text
+    assert page.count("<tr>") >= 3 * 4
+
+
+def test_charts_carry_no_outside_text():
+    doc = synthetic_report(2, 3)
+    for host in doc["hosts"]:
+        host["host"] = f"{host['host']}/<b>&amp;"
+        for bench in host["benchmarks"]:
+            bench["host"] = host["host"]
+    page = html_report.render(doc, charts=True)
+    for svg in re.findall(r"<svg .*?</svg>", page, re.S):
+        assert "gpu0" not in svg and "&lt;b&gt;" not in svg and "<b>" not in svg
+
+
+def test_the_charts_module_says_whether_the_extra_is_installed():
+    assert charts.available() == (importlib.util.find_spec("leather") is not None)
+
+
+# ---- the Markdown charts ----------------------------------------------------------------------
+
+
+def test_the_markdown_draws_the_levels_as_a_mermaid_chart_beside_the_table():
+    doc = synthetic_report(2, 4)
+    doc["hosts"][1]["host"] = "http://gpu01:30000/*bold* [link](x) <i>"
+    md = markdown.render(doc, html_link="out/report.html")
+    assert "The whole run as one page (charts, findings, configuration): [out/report.html](<out/report.html>)" in md
+    blocks = re.findall(r"```mermaid\n(.*?)```", md, re.S)
+    assert len(blocks) == 2  # output throughput, p99 TTFT
+    for block in blocks:
+        assert block.splitlines()[1] == "xychart-beta"
+        assert '"plotColorPalette": "#1f77b4, #ff7f0e"' in block
+        assert 'x-axis "concurrency (requests in flight)" ["1", "2", "4", "8"]' in block
+        assert len(re.findall(r"^    line \[", block, re.M)) == 2
+    assert "🟦 http://gpu00.example:30000 · 🟧 http://gpu01:30000/\\*bold\\* \\[link\\](x) &lt;i>" in md
+    assert md.index("| host | benchmark | level |") < md.index("```mermaid")
+
+
+def test_a_benchmark_of_one_level_gets_no_chart():
+    md = markdown.render(synthetic_report(2, 1))
+    assert "### Benchmarks" in md and "```mermaid" not in md
+
+
+# ---- one escaping function per format -----------------------------------------------------------
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+
+
+@given(TEXT)
+@property_settings()
+def test_html_text_shows_any_text_as_written_in_an_element_and_an_attribute(value):
+    escaped = escape.html_text(value)
+    assert not set(escaped) & set("<>\"'")
+    for markup in (f"<p>{escaped}</p>", f'<p title="{escaped}"></p>'):
+        parsed = Page(markup)
+        assert [tag for tag, _ in parsed.tags] == ["p"]
+    assert "".join(Page(f"<p>{escaped}</p>").text) == value
+    assert Page(f'<p title="{escaped}"></p>').tags[0][1]["title"] == value
+
+
+_MD_UNESCAPE = re.compile(r"\\([\\`*~\[\]|_])")
+
+
+@given(TEXT)
+@property_settings()
+def test_md_text_leaves_no_markup_and_unescapes_to_the_text_on_one_line(value):
+    escaped = escape.md_text(value)
+    assert "\n" not in escaped and "\r" not in escaped and "<" not in escaped
+    bare = _MD_UNESCAPE.sub("", escaped)
+    assert not set(bare) & set("\\`*~[]|"), escaped  # every markup character is escaped
+    assert not re.search(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])", bare), escaped  # an underscore left is inside a word
+    assert html_module.unescape(_MD_UNESCAPE.sub(r"\1", escaped)) == " ".join(re.split(r"[\r\n\u2028\u2029\x0b\x0c\x85]+", value))
+
+
+@given(TEXT)
+@property_settings()
+def test_md_code_never_ends_its_code_span_or_the_table_cell(value):
+    escaped = escape.md_code(value)
+    assert "`" not in escaped and "\n" not in escaped
+    assert "|" not in escaped.replace("\\|", "")
+
+
+@given(TEXT)
+@property_settings()
+def test_mermaid_text_holds_only_harmless_characters(value):
+    assert re.fullmatch(r"[\w .,:/=+%()-]*", escape.mermaid_text(value), re.ASCII)
+
+
+def _with_texts(texts: list[str]) -> dict[str, Any]:
+    doc = synthetic_report(2, 2)
+    for host, text in zip(doc["hosts"], texts):
+        host["facts"]["model"] = texts[0]  # the same on both hosts: the fleet view keeps its shape
+        host["facts"]["describe"] = text
+        host["reasons"] = [text]
+        host["findings"][0]["title"] = text
+        host["effective"]["attention_backend"]["value"] = texts[0]  # the same on both: the fleet view keeps its shape
+        host["tests"][0].update(outcome="failed", message=text)
+    return doc
+
+
+@given(st.lists(TEXT, min_size=2, max_size=2))
+@settings(max_examples=25, deadline=None, derandomize=True)
+def test_outside_text_anywhere_in_a_report_document_never_becomes_markup(texts):
+    """Host facts, reasons, findings, values and messages with any text: the page has exactly
+    the elements it has with plain words there, and the Markdown no HTML."""
+    tags = [tag for tag, _ in Page(html_report.render(_with_texts(texts), charts=False)).tags]
+    assert tags == [tag for tag, _ in Page(html_report.render(_with_texts(["plain", "plain"]), charts=False)).tags]
+    md = markdown.render(_with_texts(texts))
+    assert "<" not in md.replace("<sub>", "").replace("</sub>", "")
+
+
+def test_the_repository_keeps_one_escaping_module():
+    """Every renderer escapes through pytest_sglang/render/report/escape.py, none with html.escape of its own."""
+    escape_module = ROOT / "pytest_sglang" / "render" / "report" / "escape.py"
+    for path in (ROOT / "pytest_sglang" / "render").rglob("*.py"):
+        if path == escape_module:
+            continue
+        source = path.read_text()
+        assert "html.escape" not in source and "import html\n" not in source, path.name
+
+
+# ---- what the benchmark records for the charts ----------------------------------------------------
+
+
+def test_a_level_judged_by_a_threshold_and_then_a_baseline_keeps_the_worse_verdict():
+    """``expect`` then ``baseline`` in one test: a level that failed its threshold is not shown
+    as passed because the baseline comparison found no change."""
+    from pytest_sglang.model.bench import LevelResult
+
+    level = LevelResult(name="concurrency=48", mode="concurrency", concurrency=48)
+    failed = "concurrency=48: ttft_p99_ms 583.7 ms (limit <= 250.0 ms)"
+    level.judge("fail", [failed])
+    level.judge("pass", [])
+    level.judge("fail", [failed])  # the same threshold again (a rerun of another level)
+    assert (level.verdict, level.verdict_reasons) == ("fail", [failed])
+    level.judge("inconclusive", ["concurrency=48: output_throughput: cannot tell"])
+    assert level.verdict == "fail" and len(level.verdict_reasons) == 2
+
+
+def test_the_benchmark_baseline_a_result_was_compared_with_is_kept_for_the_band():
+    from pytest_sglang.model.bench import BaselineRepeats, BenchResult
+
+    entry = {
+        "recorded": "2026-01-01T00:00:00Z",
+        "levels": {"concurrency=1": {"output_throughput": [1, 2, 3.5], "ttft_p99_ms": [10, True, float("nan")], "goodput": [1.0]}},
+    }
+    band = BaselineRepeats.from_entry("streams", "seed-baseline", entry)
+    assert band.levels == {"concurrency=1": {"output_throughput": [1.0, 2.0, 3.5], "ttft_p99_ms": [10.0]}}
+    record = BenchResult(target="sim://x", baseline=band).model_dump(mode="json")
+    assert record["baseline"] == {"name": "streams", "key": "seed-baseline", "recorded": "2026-01-01T00:00:00Z", "levels": band.levels}
