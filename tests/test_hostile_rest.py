@@ -176,6 +176,14 @@ def test_cli_timeout_out_of_range_is_one_usage_line_naming_the_option(capsys: py
     one_line(code, err, "argument --timeout: " + said)
 
 
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf"])
+def test_bench_duration_out_of_range_is_one_usage_line_naming_the_option(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """``--duration`` is checked as ``--timeout`` is, and the line names the option, not a field."""
+    code, err = cli(capsys, "bench", LLAMA, "--concurrency", "1", f"--duration={value}")
+    one_line(code, err, "argument --duration: ")
+    assert "duration_s" not in err
+
+
 def test_cli_timeout_takes_a_positive_number(capsys: pytest.CaptureFixture[str]) -> None:
     code, err = cli(capsys, "show", LLAMA, "--timeout", "2.5")
     assert code == 0, err

@@ -59,6 +59,8 @@ def _slo(text: str | None) -> dict[str, float]:
 
 
 def add_parser(subparsers: Any) -> None:
+    from pytest_sglang.cli.main import add_target_options, seconds
+
     p = subparsers.add_parser(
         "bench",
         help="benchmark serving (or import a sglang.bench_serving result) and check thresholds",
@@ -74,7 +76,7 @@ def add_parser(subparsers: Any) -> None:
     load.add_argument("--arrival", choices=("poisson", "constant"), default="poisson", help="open-loop arrivals (default poisson)")
     load.add_argument("--seed", type=int, default=0, help="seed of prompts and arrivals (default 0)")
     load.add_argument("--requests", type=int, metavar="N", help="requests per level")
-    load.add_argument("--duration", type=float, metavar="SECONDS", help="seconds per level (no request is sent after it)")
+    load.add_argument("--duration", type=seconds, metavar="SECONDS", help="seconds per level (no request is sent after it)")
     load.add_argument("--warmup", type=int, default=4, metavar="N", help="unmeasured requests first (default 4)")
     load.add_argument("--input-len", default="128", metavar="N|LOW:HIGH", help="prompt tokens (default 128)")
     load.add_argument("--output-len", default="32", metavar="N|LOW:HIGH", help="output tokens (default 32)")
@@ -88,8 +90,6 @@ def add_parser(subparsers: Any) -> None:
     judge.add_argument("--level", action="append", default=[], metavar="LEVEL", help="judge only this level (concurrency, rate or level name; repeatable)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("-o", "--output", metavar="FILE", help="also write the result as JSON to FILE")
-    from pytest_sglang.cli.main import add_target_options
-
     add_target_options(p, host_access=False, sm=False)
     p.set_defaults(func=run)
 
