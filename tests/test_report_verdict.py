@@ -212,7 +212,7 @@ def test_a_failing_test_shows_requested_effective_and_the_cause(pytester, worker
     assert (
         f"- `test_running_requests_meet_the_sizing[{CANDIDATE}]` failed: assert 26 >= 48\n"
         "  - `effective.max_running_requests` = `26`, requested `48` (launch command --max-running-requests, simulator profile…): "
-        "capped by the mamba state cache (max_mamba_cache_size 132 // 5) [capacity.mamba-cap]\n"
+        "capped by the mamba state cache (max_mamba_cache_size 132 // 5) \\[capacity.mamba-cap\\]\n"  # brackets escaped: Markdown text
     ) in md
 
 
