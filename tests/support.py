@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable
+import signal
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +141,47 @@ def write_missing_packages_line(terminalreporter: Any) -> None:
     line = missing_packages_summary(skip_reasons(terminalreporter.stats.get("skipped", [])))
     if line:
         terminalreporter.write_line(line, yellow=True, bold=True)
+
+
+# ---- processes and reads that must not hang ------------------------------------------------------
+
+
+def process_running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for a reaper that never reaps counts as gone)."""
+    if Path("/proc/self/stat").exists():
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] not in ("Z", "X")
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    """Whether ``pid`` stops running within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not process_running(pid):
+            return True
+        time.sleep(0.1)
+    return not process_running(pid)
+
+
+@contextmanager
+def fails_if_blocked(seconds: int) -> Iterator[None]:
+    """A read that blocks (a FIFO opened for reading waits for a writer) fails the test by an
+    alarm after ``seconds`` instead of hanging the run."""
+
+    def expired(signum, frame):  # type: ignore[no-untyped-def]
+        raise AssertionError(f"blocked for {seconds} s: a read must fail at once, not wait")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

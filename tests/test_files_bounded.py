@@ -16,7 +16,6 @@ import os
 import re
 import resource
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from support import fails_if_blocked
 from pytest_sglang.base import files as _files
 from pytest_sglang.judge.baseline.store import BENCH_SUFFIX, MAX_PLAIN_KEY_BYTES, NAME_MAX_BYTES, baseline_file, key_file_stem
 from pytest_sglang.cli.main import main
@@ -44,25 +44,10 @@ def test_small_benchmark(sglang_bench):
 
 
 @pytest.fixture(autouse=True)
-def _not_in_ci(monkeypatch):
-    monkeypatch.delenv("CI", raising=False)
-
-
-@pytest.fixture(autouse=True)
 def never_hangs():
-    """Every read here must return an error at once: a test that blocks (a FIFO opened for
-    reading waits for a writer) is failed by an alarm instead of hanging the run."""
-
-    def expired(signum, frame):  # type: ignore[no-untyped-def]
-        raise AssertionError("blocked for 60 s: a read must fail at once, not wait")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, 60)
-    try:
+    """Every read here must return an error at once."""
+    with fails_if_blocked(60):
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

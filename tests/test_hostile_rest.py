@@ -26,7 +26,6 @@ import math
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -42,7 +41,7 @@ from pytest_sglang.plugin.baseline import respell_update_option
 from pytest_sglang.cli.main import main, seconds
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.target.options import MAX_SECONDS, NumberProblem, TargetOptions, checked_number
-from support import property_settings
+from support import fails_if_blocked, property_settings
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
@@ -56,26 +55,11 @@ LLAMA = "sim://llama31-8b-1xh100-0.5.9"
 RUN = ("-p", "no:benchmark", "-p", "no:cacheprovider")
 
 
-@pytest.fixture(autouse=True)
-def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CI", raising=False)
-
-
 @pytest.fixture
 def never_hangs() -> Iterator[None]:
-    """A read that blocks (a FIFO waits for a writer) fails the test by an alarm instead of
-    hanging the run."""
-
-    def expired(signum, frame):  # type: ignore[no-untyped-def]
-        raise AssertionError("blocked for 30 s: a read must fail at once, not wait")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, 30)
-    try:
+    """A read that blocks fails the test instead of hanging the run."""
+    with fails_if_blocked(30):
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:

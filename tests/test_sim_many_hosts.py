@@ -22,6 +22,7 @@ import requests
 import pytest_sglang.target.sources.sim
 from pytest_sglang.base.errors import TargetError
 from pytest_sglang.target.sources.sim.launcher import SimProcess, start_simulator
+from support import gone_within, process_running
 
 BASELINE = "qwen35-122b-a10b-4xrtx6000-baseline"  # 0.5.12, metrics on
 CANDIDATE = "qwen35-122b-a10b-4xrtx6000-candidate"
@@ -44,29 +45,6 @@ def _start(hosts: list[SimProcess], profile: str, **keys: str) -> SimProcess:
     host = start_simulator(profile, **keys)
     hosts.append(host)
     return host
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` still runs (a zombie counts as gone)."""
-    if PROC:
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] not in ("Z", "X")
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _gone_within(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while _running(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def _shared_children() -> list[int]:
@@ -141,7 +119,7 @@ def test_stopping_one_host_leaves_the_others_serving(started: list[SimProcess]) 
     with pytest.raises(requests.ConnectionError):
         requests.get(stopped.url + "/health", timeout=5)
     assert requests.get(kept.url + "/health", timeout=10).status_code == 200
-    assert _running(kept.process.pid)
+    assert process_running(kept.process.pid)
     another = _start(started, BASELINE)  # the same process opens more after a stop
     assert another.process.pid == kept.process.pid
     assert requests.get(another.url + "/health", timeout=10).status_code == 200
@@ -213,12 +191,12 @@ def test_the_shared_process_ends_with_the_process_that_started_it(kill: bool) ->
     pid_text, *urls = parent.stdout.split()
     pid = int(pid_text)
     try:
-        assert _gone_within(pid, 5), f"shared simulator {pid} outlived its parent"
+        assert gone_within(pid, 5), f"shared simulator {pid} outlived its parent"
         for url in urls:
             with pytest.raises(requests.ConnectionError):
                 requests.get(url + "/health", timeout=5)
     finally:
-        if _running(pid):
+        if process_running(pid):
             os.kill(pid, signal.SIGKILL)
 
 

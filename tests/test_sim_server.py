@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import requests
 
-from support import artefact
+from support import artefact, gone_within, process_running
 
 from pytest_sglang.target.sources.sim.profile import Profile, SimPerformance, bundled_profiles, load_profile
 from pytest_sglang.target.sources.sim.server import FLUSH_CACHE_TEXT, SimServer
@@ -676,30 +676,6 @@ def test_cli_lists_the_bundled_profiles_with_their_descriptions() -> None:
 # ---- the simulator never outlives the process that started it ----------------------------
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` still runs (a zombie waiting for a reaper that never reaps counts as gone)."""
-    stat = Path(f"/proc/{pid}/stat")
-    if Path("/proc/self/stat").exists():
-        try:
-            return stat.read_text().rpartition(")")[2].split()[0] not in ("Z", "X")
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _gone_within(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _running(pid):
-            return True
-        time.sleep(0.1)
-    return not _running(pid)
-
-
 def _wait_for_file(path: Path, process: subprocess.Popen[str], seconds: float = 60) -> str:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -745,18 +721,18 @@ def test_the_simulator_ends_when_pytest_is_killed(pytester: pytest.Pytester, kil
     try:
         sim_pid, test_pid = map(int, _wait_for_file(record, pytest_process).split())
         assert test_pid == pytest_process.pid
-        assert _running(sim_pid)
+        assert process_running(sim_pid)
         if kill_signal is not None:
             pytest_process.send_signal(kill_signal)
         else:
             record.with_name(record.name + ".crash").touch()
         assert pytest_process.wait(timeout=10) < 0  # ended by a signal, as asked (or by the crash)
         how = kill_signal.name if kill_signal else "a crash"
-        assert _gone_within(sim_pid, 5), f"simulator {sim_pid} outlived pytest ({how})"
+        assert gone_within(sim_pid, 5), f"simulator {sim_pid} outlived pytest ({how})"
     finally:
         pytest_process.kill()
         pytest_process.communicate()
-        if sim_pid is not None and _running(sim_pid):
+        if sim_pid is not None and process_running(sim_pid):
             os.kill(sim_pid, signal.SIGKILL)
 
 
@@ -799,15 +775,15 @@ def test_the_simulator_outlives_the_thread_that_started_it_but_not_the_process(c
         parent.stdout.readline()  # the blank line print adds
         sim_pid = int(parent.stdout.readline())
         time.sleep(1.5)  # past the parent-death signal and a few polls
-        assert _running(sim_pid)
+        assert process_running(sim_pid)
         assert requests.get(f"{url}/health", timeout=5).status_code == 200
         parent.kill()
         parent.wait(timeout=10)
-        assert _gone_within(sim_pid, 5)
+        assert gone_within(sim_pid, 5)
     finally:
         parent.kill()
         parent.communicate()
-        if sim_pid is not None and _running(sim_pid):
+        if sim_pid is not None and process_running(sim_pid):
             os.kill(sim_pid, signal.SIGKILL)
 
 
