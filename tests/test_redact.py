@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pytest_sglang.parse.redact import REDACTED, is_secret_key, redact_command, redact_mapping
+from pytest_sglang.parse.redact import MAX_DEPTH, REDACTED, TooDeep, is_secret_key, redact_command, redact_mapping
 
 
 def test_exactly_the_credentials_of_a_real_0523_server_are_secret(real_server_info):
@@ -92,3 +94,27 @@ def test_the_environment_of_a_launch_command_is_redacted_alike_in_its_text_and_i
     launch = parse_launch_command("DB_PASSWD=pw-1 HUB_KEY=key-1 HF_TOKEN=hf-1 CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model-path m")
     assert launch.env == {"DB_PASSWD": "<redacted>", "HUB_KEY": "<redacted>", "HF_TOKEN": "<redacted>", "CUDA_VISIBLE_DEVICES": "0,1"}
     assert launch.text.startswith("DB_PASSWD=<redacted> HUB_KEY=<redacted> HF_TOKEN=<redacted> CUDA_VISIBLE_DEVICES=0,1 python")
+
+
+def _nested(shape: list[bool], leaf: dict) -> object:
+    """``leaf`` inside one container per entry of ``shape`` (True: a dict, False: a list)."""
+    value: object = leaf
+    for is_dict in reversed(shape):
+        value = {"k": value, "n": 1} if is_dict else [value, "s"]
+    return value
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.booleans(), min_size=0, max_size=MAX_DEPTH + 8), st.sampled_from(["sk-0123456789abcdef", "", None]))
+def test_data_is_refused_exactly_when_it_nests_deeper_than_the_limit_and_else_redacted_at_any_depth(shape, key):
+    data = _nested(shape, {"api_key": key, "note": f"key {key} here"})
+    depth = len(shape) + 1  # the leaf is a dict too
+    if depth > MAX_DEPTH:
+        with pytest.raises(TooDeep):
+            redact_mapping(data)
+        return
+    out = redact_mapping(data)
+    for is_dict in shape:
+        out = out["k"] if is_dict else out[0]
+    assert out["api_key"] == (REDACTED if key else key)
+    assert (key or "never-there") not in out["note"]

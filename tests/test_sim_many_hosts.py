@@ -21,7 +21,7 @@ import requests
 
 import pytest_sglang.target.sources.sim
 from pytest_sglang.base.errors import TargetError
-from pytest_sglang.target.sources.sim.launcher import SimProcess, start_simulator
+from pytest_sglang.target.sources.sim.launcher import SimProcess, begin_simulator, start_simulator
 from support import gone_within, process_running
 
 BASELINE = "qwen35-122b-a10b-4xrtx6000-baseline"  # 0.5.12, metrics on
@@ -93,6 +93,51 @@ def test_hosts_opened_from_many_threads_at_once_share_the_process(started: list[
     assert len({host.url for host in results}) == 8
     assert len({host.process.pid for host in results}) == 1
     assert all(requests.get(host.url + "/health", timeout=10).status_code == 200 for host in results)
+
+
+def _listening_ports(pid: int) -> set[int]:
+    """The TCP ports process ``pid`` listens on (Linux: its socket inodes in /proc/net/tcp)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+            ports.add(int(fields[1].rpartition(":")[2], 16))
+    return ports
+
+
+def test_a_host_listens_and_is_healthy_once_its_open_is_answered(started: list[SimProcess]) -> None:
+    """Why a sim:// target reads a host at once, without polling /health first."""
+    host = _start(started, BASELINE)
+    assert host.ready is True
+    assert requests.get(host.url + "/health", timeout=10).status_code == 200
+
+
+@pytest.mark.skipif(not PROC, reason="reads /proc")
+@pytest.mark.parametrize("when", ["before its answer", "after its answer"])
+def test_a_host_given_up_is_closed_whenever_its_answer_comes(started: list[SimProcess], when: str) -> None:
+    """A sim:// target that fails while its host opens (making the host's facts) gives the
+    host up: it is closed whether the simulator had answered yet or not, and nothing else is."""
+    kept = _start(started, NEW)  # the shared process is running, and keeps serving this one
+    pid = kept.process.pid
+    before = _listening_ports(pid)
+    pending = begin_simulator(BASELINE)
+    if when == "after its answer":
+        pending._asked.answer.result(30)  # type: ignore[union-attr]
+        assert len(_listening_ports(pid)) == len(before) + 1
+    pending.cancel()
+    deadline = time.monotonic() + 10
+    while _listening_ports(pid) != before:
+        assert time.monotonic() < deadline, f"the host given up {when} still listens"
+        time.sleep(0.05)
+    assert requests.get(kept.url + "/health", timeout=10).status_code == 200
 
 
 def test_two_instances_of_one_profile_keep_their_own_state_and_keys(started: list[SimProcess]) -> None:
@@ -236,3 +281,33 @@ def test_serve_many_exits_once_the_last_server_closes_after_exit_is_asked() -> N
         if process.poll() is None:
             process.kill()
         process.communicate()
+
+
+def test_an_open_that_fails_unexpectedly_is_answered_with_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever goes wrong opening a host, its caller gets an answer at once, not a wait for its
+    whole start-up timeout (30 s) ending in "no answer"."""
+    import io
+
+    from pytest_sglang.target.sources.sim import many
+
+    def broken(command: dict, host: str) -> None:
+        raise RuntimeError("a bug while binding")
+
+    monkeypatch.setattr(many, "_bound_server", broken)
+    commands_r, commands_w = os.pipe()
+    answers = io.StringIO()
+    hosts = many.ManyHosts(commands_r, answers)
+    thread = threading.Thread(target=hosts.serve_forever, daemon=True)
+    thread.start()
+    try:
+        os.write(commands_w, json.dumps({"op": "open", "id": 7, "profile": BASELINE}).encode() + b"\n")
+        deadline = time.monotonic() + 10
+        while not answers.getvalue():
+            assert time.monotonic() < deadline, "the open was never answered"
+            time.sleep(0.02)
+    finally:
+        hosts.stop()
+        thread.join(10)
+        os.close(commands_w)
+        os.close(commands_r)
+    assert json.loads(answers.getvalue()) == {"id": 7, "error": "opening the host failed (RuntimeError: a bug while binding)"}

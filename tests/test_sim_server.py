@@ -488,14 +488,17 @@ def test_only_loopback_hosts_are_accepted() -> None:
 def test_health_is_503_until_ready_after_has_passed(serve: Serve) -> None:
     started = time.monotonic()
     # Long enough that three loopback requests fit even on a loaded machine.
-    url = serve(QWEN_0523, ready_after=1.5).url
+    server = serve(QWEN_0523, ready_after=1.5)
+    url = server.url
     for path in ("/health", "/health_generate", "/ready"):
         response = requests.get(f"{url}{path}")
         assert (response.status_code, response.content) == (503, b""), path
+    assert server.simulator.ready is False  # what a shared simulator reports when it opens a host
     while requests.get(f"{url}/health").status_code == 503:
         assert time.monotonic() - started < 30, "never became healthy"
         time.sleep(0.05)
     assert time.monotonic() - started >= 1.5
+    assert server.simulator.ready is True
     assert requests.get(f"{url}/health_generate").status_code == 200
 
 

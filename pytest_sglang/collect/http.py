@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 import traceback
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import requests
-from requests.cookies import extract_cookies_to_jar
+from http.cookiejar import CookieJar
+from requests.cookies import RequestsCookieJar, cookiejar_from_dict, extract_cookies_to_jar, merge_cookies
 from requests.hooks import dispatch_hook
+from requests.sessions import merge_hooks, merge_setting
+from requests.structures import CaseInsensitiveDict
+from requests.utils import get_netrc_auth
 from urllib3.util.retry import Retry
 
 from pytest_sglang.base.errors import AuthError, NotReadyError, SpecError, TargetError
@@ -66,6 +72,19 @@ for _logger in ("urllib3.connection", "urllib3.connectionpool", "urllib3.respons
         logging.getLogger(_logger).addFilter(_ScrubbedLog())
 
 
+# merge_environment_settings' answers, by the environment they were read from (see _environment).
+_SETTINGS: dict[tuple[Any, ...], dict[str, Any]] = {}
+_ENVIRONMENT_NAMES = frozenset({"REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"})
+
+
+def _proxy_environment() -> tuple[tuple[str, str], ...]:
+    """The variables requests reads for proxies and certificates (``*_proxy`` in any case,
+    ``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``), as they are now."""
+    return tuple(
+        sorted((name, value) for name, value in os.environ.items() if name in _ENVIRONMENT_NAMES or name.lower().endswith("_proxy"))
+    )
+
+
 def body_cap(path: str) -> int:
     """The most of an answer from ``path`` that is read (:data:`BODY_CAPS`, else :data:`MAX_BODY`)."""
     return BODY_CAPS.get(path.split("?", 1)[0], MAX_BODY)
@@ -104,6 +123,7 @@ class HttpClient:
         self.session = requests.Session()
         self.session.verify = verify
         self.retries = retries
+        self._netrc_auth: dict[tuple[str, str], Any] = {}
         adapter = PacedAdapter(max_retries=Retry(total=0, connect=0, read=0, status=0, other=0, raise_on_status=False), pool_connections=4, pool_maxsize=32)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
@@ -196,11 +216,11 @@ class HttpClient:
         request = requests.Request(method=method.upper(), url=url, **kwargs)
         request.data = request.data or {}
         request.params = request.params or {}
-        prepared = self.session.prepare_request(request)
+        prepared = self._prepare(request)
         # The session's verify given explicitly: requests lets REQUESTS_CA_BUNDLE override a
         # session's own CA bundle (?verify=/path/ca.pem) when a request names none.
         verify = self.session.verify if verify is None else verify
-        settings = self.session.merge_environment_settings(prepared.url, proxies or {}, True, verify, cert)
+        settings = self._environment(prepared.url or url, proxies, verify, cert)
         adapter = self.session.get_adapter(url=prepared.url or url)
         start = time.perf_counter()
         verify = True if settings["verify"] is None else settings["verify"]
@@ -209,9 +229,64 @@ class HttpClient:
         extract_cookies_to_jar(self.session.cookies, prepared, response.raw)
         return response
 
-    def _redirect_target(self, url: str, location: str, path: str) -> str:
-        from urllib.parse import urljoin, urlsplit
+    def _prepare(self, request: requests.Request) -> requests.PreparedRequest:
+        """``Session.prepare_request``, merged the same way (the session's headers, cookies,
+        auth, params and hooks, and ``~/.netrc`` when nothing else authenticates: no auth and
+        no Authorization header) without its generic merging, which costs more than the rest
+        of a loopback request's preparation; the ``.netrc`` lookup is made once per server."""
+        session = self.session
+        cookies: Any = request.cookies or {}
+        if not isinstance(cookies, CookieJar):
+            cookies = cookiejar_from_dict(cookies)
+        jar = merge_cookies(merge_cookies(RequestsCookieJar(), session.cookies), cookies) if len(session.cookies) or len(cookies) else cookies
+        headers = CaseInsensitiveDict(session.headers)
+        headers.update(request.headers or {})
+        for name in [name for name, value in headers.items() if value is None]:
+            del headers[name]
+        auth = request.auth if request.auth is not None else session.auth
+        # Unlike requests, a ~/.netrc entry never replaces an Authorization already set (the
+        # api key's Bearer header): requests would send the .netrc login in its place.
+        if not auth and session.trust_env and "Authorization" not in headers:
+            auth = self._netrc(str(request.url))
+        params = merge_setting(request.params, session.params) if request.params or session.params else {}
+        prepared = requests.PreparedRequest()
+        prepared.prepare(
+            method=str(request.method).upper(),
+            url=request.url,
+            files=request.files,
+            data=request.data,
+            json=request.json,
+            headers=headers,
+            params=params,
+            auth=auth,
+            cookies=jar,
+            hooks=merge_hooks(request.hooks, session.hooks),
+        )
+        return prepared
 
+    def _netrc(self, url: str) -> Any:
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.netloc)
+        if key not in self._netrc_auth:
+            self._netrc_auth[key] = get_netrc_auth(url)
+        return self._netrc_auth[key]
+
+    def _environment(self, url: str, proxies: Any, verify: Any, cert: Any) -> dict[str, Any]:
+        """What the environment adds to a request (proxies, ``REQUESTS_CA_BUNDLE``, ...), as
+        ``Session.merge_environment_settings`` finds it: worked out once per server, request
+        settings and state of those environment variables, not on every request (reading the
+        environment's proxies costs more than the rest of a loopback request)."""
+        parts = urlsplit(url)
+        key = (_proxy_environment(), parts.scheme, parts.netloc, repr(proxies), repr(verify), repr(cert))
+        found = _SETTINGS.get(key)
+        if found is None:
+            found = dict(self.session.merge_environment_settings(url, proxies or {}, True, verify, cert))
+            if len(_SETTINGS) >= 1024:
+                _SETTINGS.clear()
+            _SETTINGS[key] = found
+        return dict(found)
+
+    def _redirect_target(self, url: str, location: str, path: str) -> str:
         try:
             target = urljoin(url, location)
             here, there = urlsplit(url), urlsplit(target)

@@ -9,6 +9,7 @@ parsed, stored, rendered or written, so no later step can leak them.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import shlex
@@ -48,7 +49,17 @@ _NOT_SECRET_FLAGS = frozenset({"--ssl-keyfile"})
 
 
 def is_secret_key(key: str) -> bool:
+    # Cached for names of a usual length: an answer's field names repeat (every server of a
+    # fleet sends the same some hundreds), and the pattern search was a third of reading one.
+    # A hostile server's megabyte-long names are not kept.
+    return _is_secret_name(key) if len(key) <= 128 else _secret_name(key)
+
+
+def _secret_name(key: str) -> bool:
     return key in SECRET_KEYS or bool(_SECRET_NAME.search(key))
+
+
+_is_secret_name = functools.lru_cache(maxsize=4096)(_secret_name)
 
 
 def is_secret_env(name: str) -> bool:
@@ -84,25 +95,6 @@ class TooDeep(ValueError):
     """JSON-like data nested deeper than :data:`MAX_DEPTH`."""
 
 
-def nesting_depth(data: Any, limit: int = MAX_DEPTH) -> int:
-    """How deeply JSON-like data nests (counted without recursion; stops once past ``limit``)."""
-    deepest = 0
-    todo: list[tuple[Any, int]] = [(data, 1)]
-    while todo:
-        value, depth = todo.pop()
-        if isinstance(value, dict):
-            children: Any = value.values()
-        elif isinstance(value, list):
-            children = value
-        else:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest
-        todo.extend((child, depth + 1) for child in children)
-    return deepest
-
-
 # A launch command is some hundreds of characters, a few KB with long JSON values; one longer
 # than this is no command anyone typed. It is not read, and not kept either: the value is
 # replaced whole by a note, so nothing of it (and no secret in it) travels further.
@@ -121,20 +113,26 @@ def is_refused_command(value: Any) -> bool:
     return isinstance(value, str) and _REFUSED.fullmatch(value) is not None
 
 
-def _secret_strings(data: Any) -> list[str]:
-    """The string values held under secret keys anywhere in ``data``."""
+def _secret_strings(data: Any, limit: int = MAX_DEPTH) -> list[str]:
+    """The string values held under secret keys anywhere in ``data``; :class:`TooDeep` once
+    the walk (without recursion) is deeper than ``limit``. One walk for both, as reading an
+    answer does both."""
     found: list[str] = []
-    todo = [data]
+    todo: list[tuple[Any, int]] = [(data, 1)]
     while todo:
-        value = todo.pop()
+        value, depth = todo.pop()
         if isinstance(value, dict):
+            if depth > limit:
+                raise TooDeep(f"JSON nested deeper than {limit} levels")
             for key, child in value.items():
-                if isinstance(key, str) and is_secret_key(key) and isinstance(child, str) and child:
+                if isinstance(key, str) and isinstance(child, str) and child and is_secret_key(key):
                     found.append(child)
-                else:
-                    todo.append(child)
+                elif isinstance(child, (dict, list)):
+                    todo.append((child, depth + 1))
         elif isinstance(value, list):
-            todo.extend(value)
+            if depth > limit:
+                raise TooDeep(f"JSON nested deeper than {limit} levels")
+            todo.extend((child, depth + 1) for child in value if isinstance(child, (dict, list)))
     return found
 
 
@@ -146,8 +144,6 @@ def redact_mapping(data: Any) -> Any:
     string of the same data too: SGLang joins ``launch_command`` unquoted, so a key with spaces
     (``--api-key horse battery``) is only found whole through the ``api_key`` field beside it.
     Data nested deeper than :data:`MAX_DEPTH` is refused with :class:`TooDeep`."""
-    if nesting_depth(data) > MAX_DEPTH:
-        raise TooDeep(f"JSON nested deeper than {MAX_DEPTH} levels")
     known = _secret_strings(data)
     note_found(*known)
     return _redacted(data, _spellings(known))
@@ -184,8 +180,12 @@ def _redacted(data: Any, known: list[str]) -> Any:
                     out[key] = refused_command(size)
                 else:
                     out[key] = split_words(redact_command_all(shlex.join(_replaced(w, known) for w in value)))
-            else:
+            elif isinstance(value, (dict, list)):
                 out[key] = _redacted(value, known)
+            elif known and isinstance(value, str):
+                out[key] = _replaced(value, known)
+            else:  # a number, a bool, None, or a string with no secret known to remove
+                out[key] = value
         return out
     if isinstance(data, list):
         return [_redacted(v, known) for v in data]

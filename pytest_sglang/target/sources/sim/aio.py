@@ -110,6 +110,25 @@ class _PreciseSelector(_BaseSelector):  # type: ignore[valid-type,misc]
         return super().select(0)
 
 
+class Waker:
+    """Wakes a selector or an event loop at once, from any thread or a signal handler:
+    :meth:`wake` writes a byte to a socket pair, whose :attr:`reader` becomes readable."""
+
+    def __init__(self) -> None:
+        self.reader, self._writer = socket.socketpair()
+        self._writer.setblocking(False)
+
+    def wake(self) -> None:
+        try:
+            self._writer.send(b"\0")
+        except OSError:  # already closed, or a wake-up is pending anyway
+            pass
+
+    def close(self) -> None:
+        self.reader.close()
+        self._writer.close()
+
+
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """An event loop whose timers fire on time (see :class:`_PreciseSelector`)."""
     return asyncio.SelectorEventLoop(_PreciseSelector())

@@ -27,7 +27,7 @@ from typing import Any
 
 from pytest_sglang.base.errors import SGLangError, TargetError
 
-__all__ = ["SimProcess", "shutdown_shared_simulator", "start_simulator", "unknown_profile"]
+__all__ = ["PendingSimulator", "SimProcess", "begin_simulator", "shutdown_shared_simulator", "start_simulator", "unknown_profile"]
 
 _STDERR_LINES_KEPT = 20
 _EXIT_WAIT_SECONDS = 5.0
@@ -35,6 +35,15 @@ _EXIT_WAIT_SECONDS = 5.0
 
 class _Gone(Exception):
     """The shared simulator process has ended; the message says why, in one line."""
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """A command sent to the shared simulator, and the answer still to come."""
+
+    key: int
+    op: Any
+    answer: Future[dict[str, Any]]
 
 
 class _SharedSimulator:
@@ -72,6 +81,10 @@ class _SharedSimulator:
 
     def ask(self, command: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send one command and wait for its answer; raises _Gone or TimeoutError."""
+        return self.answer(self.send(command), timeout)
+
+    def send(self, command: dict[str, Any]) -> _Asked:
+        """Send one command; :meth:`answer` waits for what it answers. Raises _Gone."""
         answer: Future[dict[str, Any]] = Future()
         with self._lock:
             if self._gone is not None:
@@ -80,15 +93,25 @@ class _SharedSimulator:
             self._waiting[key] = answer
         try:
             self._send({**command, "id": key})
-            return answer.result(timeout)
         except _Gone:
             with self._lock:
                 self._waiting.pop(key, None)
             raise
+        return _Asked(key, command.get("op"), answer)
+
+    def answer(self, asked: _Asked, timeout: float) -> dict[str, Any]:
+        """The answer to a command :meth:`send` sent; raises _Gone or TimeoutError (an open
+        whose answer comes later is closed on arrival)."""
+        try:
+            return asked.answer.result(timeout)
+        except _Gone:
+            with self._lock:
+                self._waiting.pop(asked.key, None)
+            raise
         except FutureTimeout:
             with self._lock:
-                if self._waiting.pop(key, None) is not None and command.get("op") == "open":
-                    self._abandoned.add(key)
+                if self._waiting.pop(asked.key, None) is not None and asked.op == "open":
+                    self._abandoned.add(asked.key)
             raise TimeoutError(f"no answer within {timeout:g} s") from None
 
     def _send(self, command: dict[str, Any]) -> None:
@@ -217,6 +240,7 @@ class SimProcess:
     url: str
     process: subprocess.Popen[str] = field(repr=False)
     server: int = 0
+    ready: bool = False  # its /health answered 200 already when it opened
     _shared: _SharedSimulator | None = field(default=None, repr=False)
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -241,6 +265,50 @@ def start_simulator(
         load_profile(profile)
     except SGLangError as exc:
         raise TargetError(f"simulator sim://{profile} did not start: {exc}") from None
+    return begin_simulator(profile, api_key=api_key, admin_api_key=admin_api_key).wait(startup_timeout)
+
+
+@dataclass
+class PendingSimulator:
+    """A host asked of the shared simulator, whose answer is still to come: what the caller
+    has to do meanwhile (the simulator process may be starting) runs before :meth:`wait`."""
+
+    profile: str
+    _shared: _SharedSimulator = field(repr=False)
+    _asked: _Asked | None = field(default=None, repr=False)
+    _error: str | None = None
+
+    def wait(self, timeout: float = 30.0) -> SimProcess:
+        """The host, listening; TargetError with the simulator's one-line reason if not."""
+        profile, shared = self.profile, self._shared
+        if self._asked is None:
+            raise TargetError(f"simulator sim://{profile} did not start: {self._error}")
+        try:
+            answer = shared.answer(self._asked, timeout)
+        except (_Gone, TimeoutError) as exc:
+            raise TargetError(f"simulator sim://{profile} did not start: {exc}") from None
+        if "error" in answer or not isinstance(answer.get("url"), str):
+            raise TargetError(f"simulator sim://{profile} did not start: {answer.get('error', 'no URL in its answer')}")
+        return SimProcess(
+            profile=profile, url=answer["url"], process=shared.process, server=answer["server"], ready=answer.get("ready") is True, _shared=shared
+        )
+
+    def cancel(self, timeout: float = 5.0) -> None:
+        """Stop waiting: a host already opened is closed, one still to open is closed on arrival."""
+        if self._asked is None:
+            return
+        try:
+            answer = self._shared.answer(self._asked, 0)
+        except (_Gone, TimeoutError):
+            return  # not answered yet: answer() marked it abandoned, closed when it arrives
+        if isinstance(answer.get("server"), int):
+            self._shared.close_server(answer["server"], timeout)
+
+
+def begin_simulator(profile: str, *, api_key: str | None = None, admin_api_key: str | None = None) -> PendingSimulator:
+    """Ask the shared simulator process (started now if it is not running) to serve
+    ``profile`` on a free loopback port, without waiting: :meth:`PendingSimulator.wait` does.
+    The profile is the caller's to have loaded (:func:`start_simulator` does)."""
     # The shared process may have been started from another working directory.
     where = os.path.abspath(profile) if profile.endswith(".json") else profile
     command = {
@@ -252,12 +320,9 @@ def start_simulator(
     }
     shared = _shared_simulator()
     try:
-        answer = shared.ask(command, startup_timeout)
-    except (_Gone, TimeoutError) as exc:
-        raise TargetError(f"simulator sim://{profile} did not start: {exc}") from None
-    if "error" in answer or not isinstance(answer.get("url"), str):
-        raise TargetError(f"simulator sim://{profile} did not start: {answer.get('error', 'no URL in its answer')}")
-    return SimProcess(profile=profile, url=answer["url"], process=shared.process, server=answer["server"], _shared=shared)
+        return PendingSimulator(profile, shared, shared.send(command))
+    except _Gone as exc:
+        return PendingSimulator(profile, shared, None, str(exc))
 
 
 def unknown_profile(name: str) -> str | None:

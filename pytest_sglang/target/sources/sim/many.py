@@ -11,7 +11,8 @@ tokens bunched: the threads take turns at the GIL. One loop sends each token whe
 The control channel is a line of JSON per command on stdin and per answer on stdout:
 
 - ``{"op": "open", "id": 1, "profile": NAME_OR_ABSOLUTE_PATH, "api_key": K, "admin_api_key": K}``
-  answers ``{"id": 1, "server": 7, "url": "http://127.0.0.1:PORT", "pid": PID}``, or
+  answers ``{"id": 1, "server": 7, "url": "http://127.0.0.1:PORT", "pid": PID, "ready": true}``
+  (``ready``: its ``/health`` answers 200 already), or
   ``{"id": 1, "error": "one line"}`` when the profile does not load or no port is free;
 - ``{"op": "close", "id": 2, "server": 7}`` stops that server (its port is free once the
   answer ``{"id": 2, "closed": 7}`` arrives); the others keep serving;
@@ -27,12 +28,12 @@ import asyncio
 import itertools
 import json
 import os
-import socket
 from collections.abc import Coroutine
 from typing import IO, Any
 
 from pytest_sglang.base.errors import SGLangError
-from pytest_sglang.target.sources.sim.aio import new_event_loop
+from pytest_sglang.base.secrets import clip
+from pytest_sglang.target.sources.sim.aio import Waker, new_event_loop
 from pytest_sglang.target.sources.sim.profile import load_profile
 from pytest_sglang.target.sources.sim.server import SimServer
 
@@ -70,17 +71,13 @@ class ManyHosts:
         self._exit_when_idle = False
         self._stop_requested = False
         self._done: asyncio.Future[None] | None = None
-        # Written to by stop() (a signal handler) to wake the loop at once.
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_w.setblocking(False)
+        # stop() (a signal handler) wakes the loop at once.
+        self._waker = Waker()
 
     def stop(self) -> None:
         """Close every server and return from :meth:`serve_forever` (safe in a signal handler)."""
         self._stop_requested = True
-        try:
-            self._wake_w.send(b"\0")
-        except OSError:  # already closed, or a wake-up is pending anyway
-            pass
+        self._waker.wake()
 
     def serve_forever(self) -> None:
         loop = new_event_loop()
@@ -89,13 +86,12 @@ class ManyHosts:
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
-            self._wake_r.close()
-            self._wake_w.close()
+            self._waker.close()
 
     async def _main(self) -> None:
         loop = asyncio.get_running_loop()
         self._done = loop.create_future()
-        loop.add_reader(self._wake_r, self._finish)
+        loop.add_reader(self._waker.reader, self._finish)
         loop.add_reader(self._commands, self._read_commands)
         if self._stop_requested:  # stop() ran before the reader was in place
             self._finish()
@@ -103,7 +99,7 @@ class ManyHosts:
             await self._done
         finally:
             loop.remove_reader(self._commands)
-            loop.remove_reader(self._wake_r)
+            loop.remove_reader(self._waker.reader)
             await self._close_all()
 
     def _finish(self) -> None:
@@ -170,13 +166,17 @@ class ManyHosts:
         except SGLangError as exc:
             self._answer({"id": key, "error": str(exc)})
             return
+        except Exception as exc:  # never leave an open unanswered: its caller would wait its whole timeout
+            self._answer({"id": key, "error": f"opening the host failed ({clip(f'{type(exc).__name__}: {exc}', 200)})"})
+            return
         if self._done is None or self._done.done() or self._exit_when_idle:
             server.stop()
             self._answer({"id": key, "error": "the simulator is exiting"})
             return
         number = next(self._ids)
         self._servers[number] = (server, loop.create_task(server.serve_async()))
-        self._answer({"id": key, "server": number, "url": server.url, "pid": os.getpid()})
+        # ready: its /health answers 200 already (a profile may model a warm-up of 503s first)
+        self._answer({"id": key, "server": number, "url": server.url, "pid": os.getpid(), "ready": server.simulator.ready})
 
     async def _close(self, command: dict[str, Any]) -> None:
         number = command.get("server")

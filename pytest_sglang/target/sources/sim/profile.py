@@ -61,6 +61,12 @@ _SINCE = {
 }
 
 
+def _copied(values: dict[str, Any]) -> dict[str, Any]:
+    """A copy that shares nothing mutable with ``values``: ``copy.deepcopy`` of the few nested
+    values, the hundreds of scalars as they are (a whole deepcopy was most of a host's set-up)."""
+    return {key: copy.deepcopy(value) if isinstance(value, (dict, list, set)) else value for key, value in values.items()}
+
+
 @functools.lru_cache(maxsize=256)
 def _version_has(sglang_version: str, feature: str) -> bool | None:
     """Whether that version has the feature; None if it is no version. Cached: streams ask
@@ -186,7 +192,7 @@ class Profile(BaseModel):
             base = {k: v for k, v in tmpl["server_info"].items() if k not in SERVER_INFO_EXTRA_KEYS}
         else:
             base = dict(tmpl["server_args"])
-        base = copy.deepcopy(base)
+        base = _copied(base)
         served = self.model.served_model_name or self.model.model_path
         base.update(
             {
@@ -195,7 +201,7 @@ class Profile(BaseModel):
                 "served_model_name": served,
             }
         )
-        base.update(copy.deepcopy(self.server_args))
+        base.update(_copied(self.server_args))
         for name in self.drop_fields:
             base.pop(name, None)
         return base

@@ -31,7 +31,7 @@ from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 from pytest_sglang.base.errors import SGLangError, SpecError
-from pytest_sglang.target.sources.sim.aio import INVALID_REQUEST, AsyncHTTPServer, new_event_loop, unsupported_method
+from pytest_sglang.target.sources.sim.aio import INVALID_REQUEST, AsyncHTTPServer, Waker, new_event_loop, unsupported_method
 from pytest_sglang.target.sources.sim.engine import (
     TTFT_BUCKETS,
     Engine,
@@ -197,6 +197,11 @@ class Simulator:
     def mark_started(self) -> None:
         self._started = time.monotonic()
 
+    @property
+    def ready(self) -> bool:
+        """Whether ``/health`` answers 200 now (not 503, as while warming up)."""
+        return time.monotonic() - self._started >= self._ready_after
+
     def handle(self, request: Request) -> Reply:
         """The reply to one request. A streamed or pending reply is still running when this
         returns; the route counts as active until it has finished."""
@@ -273,8 +278,7 @@ class Simulator:
 
     # -- open endpoints
     def _health(self, _: Request) -> Reply:
-        warming_up = time.monotonic() - self._started < self._ready_after
-        return Reply(503 if warming_up else 200)
+        return Reply(200 if self.ready else 503)
 
     def _metrics(self, _: Request) -> Reply:
         text = metrics_text(self.profile, self.engine.snapshot(), self.http)
@@ -745,9 +749,8 @@ class SimServer:
         self._serving = False
         self._stop_requested = False
         self._close_lock = threading.Lock()
-        # Written to by stop() to wake the serving loop at once, instead of polling for a flag.
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_w.setblocking(False)
+        # stop() wakes the serving loop at once, instead of it polling for a flag.
+        self._waker = Waker()
 
     def bind(self) -> SimServer:
         """Listen on the port (idempotent); ``url`` and ``port`` are known from here on."""
@@ -813,7 +816,7 @@ class SimServer:
         httpd.timeout = 0  # handle_request() below must never block: the selector said it is ready
         with selectors.DefaultSelector() as selector:
             selector.register(httpd, selectors.EVENT_READ)
-            selector.register(self._wake_r, selectors.EVENT_READ)
+            selector.register(self._waker.reader, selectors.EVENT_READ)
             while not self._stop_requested:
                 for key, _ in selector.select():
                     if key.fileobj is httpd and not self._stop_requested:
@@ -827,21 +830,18 @@ class SimServer:
             if not stop.done():
                 stop.set_result(None)
 
-        loop.add_reader(self._wake_r, woken)
+        loop.add_reader(self._waker.reader, woken)
         if self._stop_requested:  # stop() ran before the reader was in place
             woken()
         try:
             await AsyncHTTPServer(sock, self.simulator).serve(stop)
         finally:
-            loop.remove_reader(self._wake_r)
+            loop.remove_reader(self._waker.reader)
 
     def stop(self) -> None:
         """Stop serving, join the thread and close every socket. Idempotent."""
         self._stop_requested = True
-        try:
-            self._wake_w.send(b"\0")
-        except OSError:  # already closed, or a wake-up is pending anyway
-            pass
+        self._waker.wake()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
@@ -858,8 +858,7 @@ class SimServer:
                 httpd.close_connections()
             if sock is not None:
                 sock.close()
-            self._wake_r.close()
-            self._wake_w.close()
+            self._waker.close()
 
     def __enter__(self) -> SimServer:
         return self.start()

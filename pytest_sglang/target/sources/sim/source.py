@@ -17,23 +17,31 @@ def open(spec: HostSpec, options: TargetOptions) -> Target:  # noqa: A001  (the 
     api_key = api_key_for(spec, options)
     overrides: dict[str, Any] = {"sm": options.sm} if options.sm is not None else {}
     from pytest_sglang.target.sources.sim.host import simulated_host
-    from pytest_sglang.target.sources.sim.launcher import start_simulator
+    from pytest_sglang.target.sources.sim.launcher import begin_simulator
     from pytest_sglang.target.sources.sim.profile import load_profile
 
     profile = load_profile(spec.host)  # a bad profile fails here, before a process starts
     # sim://NAME?api_key=K starts the simulator with K and reads it with K (unless another key
     # is given, e.g. to see the simulator refuse a wrong one).
     sim_key = spec.options.get("api_key") or api_key
-    process = start_simulator(spec.host, api_key=sim_key, admin_api_key=spec.options.get("admin_api_key"))
+    pending = begin_simulator(spec.host, api_key=sim_key, admin_api_key=spec.options.get("admin_api_key"))
+    try:
+        # made while the simulator opens the host (and, the first time, while its process starts)
+        host = simulated_host(profile)
+    except BaseException:
+        pending.cancel()
+        raise
+    process = pending.wait()
     client = HttpClient(process.url, api_key=api_key or sim_key, timeout=options.timeout, name=spec.display)
     try:
-        client.wait_ready(max(options.wait_ready, 30.0))
+        if not process.ready:  # the profile models a warm-up: /health answers 503 for a while
+            client.wait_ready(max(options.wait_ready, 30.0))
         facts = collect_http(client, target=spec.display, origin="sim", overrides=overrides)
     except BaseException:
         client.close()
         process.stop()
         raise
-    facts = facts.model_copy(update={"host": simulated_host(profile), "profile": profile.name})
+    facts = facts.model_copy(update={"host": host, "profile": profile.name})
     notes = [
         f"{option} is not used for a simulated target (its host is the profile's simulated one)"
         for option, value in (("--sglang-ssh", options.ssh), ("--sglang-unit", options.unit), ("--sglang-logs", options.logs))
