@@ -118,3 +118,25 @@ def test_data_is_refused_exactly_when_it_nests_deeper_than_the_limit_and_else_re
         out = out["k"] if is_dict else out[0]
     assert out["api_key"] == (REDACTED if key else key)
     assert (key or "never-there") not in out["note"]
+
+
+_KEYS = st.sampled_from(["api_key", "admin_api_key", "hub_access_token", "model_path", "launch_command", "note", "n", "watermark_config"])
+_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.sampled_from(["", "short", "sk-0123456789abcdef", "--api-key sk-0123456789abcdef --port 1", "uses sk-0123456789abcdef inside", "pw-longer-than-eight"]),
+)
+_JSON = st.recursive(_LEAVES, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=4)), max_leaves=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_one_walk_redacts_as_finding_the_secrets_first_and_then_redacting(data):
+    """What redact_mapping returns is its definition: every secret value found first, then
+    the copy made with each of them removed from every string (two walks; it takes one when
+    no secret needs looking for)."""
+    from pytest_sglang.parse import redact
+
+    reference = redact._redacted(data, redact._spellings(redact._secret_strings(data)))
+    assert redact_mapping(data) == reference

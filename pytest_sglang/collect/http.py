@@ -74,15 +74,20 @@ for _logger in ("urllib3.connection", "urllib3.connectionpool", "urllib3.respons
 
 # merge_environment_settings' answers, by the environment they were read from (see _environment).
 _SETTINGS: dict[tuple[Any, ...], dict[str, Any]] = {}
-_ENVIRONMENT_NAMES = frozenset({"REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"})
+# What requests reads from the environment for a request to an http:// or https:// server:
+# the proxies for those schemes (and all), the hosts that bypass them, the CA bundles, and
+# REQUEST_METHOD (under CGI, http_proxy is ignored).
+_ENVIRONMENT_NAMES = tuple(
+    name
+    for base in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+    for name in (base, base.upper())
+) + ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "REQUEST_METHOD")
 
 
-def _proxy_environment() -> tuple[tuple[str, str], ...]:
-    """The variables requests reads for proxies and certificates (``*_proxy`` in any case,
-    ``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``), as they are now."""
-    return tuple(
-        sorted((name, value) for name, value in os.environ.items() if name in _ENVIRONMENT_NAMES or name.lower().endswith("_proxy"))
-    )
+def _proxy_environment() -> tuple[str | None, ...]:
+    """Those variables as they are now (a lookup each: reading the whole environment on
+    every request would cost more than the cache saves)."""
+    return tuple(os.environ.get(name) for name in _ENVIRONMENT_NAMES)
 
 
 def body_cap(path: str) -> int:

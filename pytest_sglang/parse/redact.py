@@ -115,15 +115,14 @@ def is_refused_command(value: Any) -> bool:
 
 def _secret_strings(data: Any, limit: int = MAX_DEPTH) -> list[str]:
     """The string values held under secret keys anywhere in ``data``; :class:`TooDeep` once
-    the walk (without recursion) is deeper than ``limit``. One walk for both, as reading an
-    answer does both."""
+    the walk (without recursion) is deeper than ``limit``."""
     found: list[str] = []
     todo: list[tuple[Any, int]] = [(data, 1)]
     while todo:
         value, depth = todo.pop()
         if isinstance(value, dict):
             if depth > limit:
-                raise TooDeep(f"JSON nested deeper than {limit} levels")
+                raise TooDeep(f"JSON nested deeper than {MAX_DEPTH} levels")
             for key, child in value.items():
                 if isinstance(key, str) and isinstance(child, str) and child and is_secret_key(key):
                     found.append(child)
@@ -131,7 +130,7 @@ def _secret_strings(data: Any, limit: int = MAX_DEPTH) -> list[str]:
                     todo.append((child, depth + 1))
         elif isinstance(value, list):
             if depth > limit:
-                raise TooDeep(f"JSON nested deeper than {limit} levels")
+                raise TooDeep(f"JSON nested deeper than {MAX_DEPTH} levels")
             todo.extend((child, depth + 1) for child in value if isinstance(child, (dict, list)))
     return found
 
@@ -144,9 +143,15 @@ def redact_mapping(data: Any) -> Any:
     string of the same data too: SGLang joins ``launch_command`` unquoted, so a key with spaces
     (``--api-key horse battery``) is only found whole through the ``api_key`` field beside it.
     Data nested deeper than :data:`MAX_DEPTH` is refused with :class:`TooDeep`."""
-    known = _secret_strings(data)
-    note_found(*known)
-    return _redacted(data, _spellings(known))
+    # One walk copies and redacts the fields, and finds the secret values; only when it found
+    # one long enough to look for does a second walk remove it from every other string.
+    found: list[str] = []
+    out = _redacted(data, [], found)
+    if not found:
+        return out
+    note_found(*found)
+    spellings = _spellings(found)
+    return _redacted(data, spellings) if spellings else out
 
 
 def _spellings(values: Iterable[str]) -> list[str]:
@@ -166,11 +171,20 @@ def _replaced(text: str, spellings: list[str]) -> str:
     return text
 
 
-def _redacted(data: Any, known: list[str]) -> Any:
+def _redacted(data: Any, known: list[str], found: list[str] | None = None, depth: int = 1) -> Any:
+    """``data`` copied with secret fields, launch commands and ``known`` spellings redacted;
+    the values under secret keys are added to ``found`` if given. The recursion is bounded:
+    :class:`TooDeep` past :data:`MAX_DEPTH` levels, before anything deeper is touched."""
+    if isinstance(data, (dict, list)) and depth > MAX_DEPTH:
+        raise TooDeep(f"JSON nested deeper than {MAX_DEPTH} levels")
     if isinstance(data, dict):
         out: dict[Any, Any] = {}
         for key, value in data.items():
             if isinstance(key, str) and is_secret_key(key):
+                if found is not None and isinstance(value, str) and value:
+                    found.append(value)
+                elif found is not None and isinstance(value, (dict, list)):
+                    found.extend(_secret_strings(value, MAX_DEPTH - depth))
                 out[key] = redact_value(key, value)
             elif key in LAUNCH_KEYS and isinstance(value, str):
                 out[key] = refused_command(len(value)) if len(value) > MAX_COMMAND else redact_command_all(_replaced(value, known))
@@ -181,14 +195,14 @@ def _redacted(data: Any, known: list[str]) -> Any:
                 else:
                     out[key] = split_words(redact_command_all(shlex.join(_replaced(w, known) for w in value)))
             elif isinstance(value, (dict, list)):
-                out[key] = _redacted(value, known)
+                out[key] = _redacted(value, known, found, depth + 1)
             elif known and isinstance(value, str):
                 out[key] = _replaced(value, known)
             else:  # a number, a bool, None, or a string with no secret known to remove
                 out[key] = value
         return out
     if isinstance(data, list):
-        return [_redacted(v, known) for v in data]
+        return [_redacted(v, known, found, depth + 1) for v in data]
     if isinstance(data, str) and known:
         return _replaced(data, known)
     return data
