@@ -277,7 +277,7 @@ def test_same_setting_names_where_the_normaliser_reads_each_effective_value(prof
             read = match.group(1) or match.group(2)
             if read != name and read not in _ANCESTORS.get(name, ()):
                 unknown.append(f"{name} <- {read}")
-    assert not unknown, f"add to SAME_SETTING in pytest_sglang/judge/baseline/compare.py: {unknown}"
+    assert not unknown, f"add to SAME_SETTING in pytest_sglang/model/knowledge/settings.py: {unknown}"
     assert all(parent not in SAME_SETTING.get(parent, ()) for parent in SAME_SETTING)
 
 

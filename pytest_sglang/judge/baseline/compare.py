@@ -40,6 +40,7 @@ from typing import Any, Iterable, Mapping
 
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.base.text import one_line, short_repr
+from pytest_sglang.model.knowledge.settings import SAME_SETTING, SIZED_FROM
 
 # Sections of a document that are compared, in order, and what is never compared.
 COMPARED = ("sglang_version", "effective", "server_args", "model", "gpu", "launch", "findings")
@@ -359,56 +360,15 @@ def _within(rule: Rule, baseline: Any, live: Any) -> bool:
 # derives further values from it. A difference is therefore grouped into a :class:`Change`:
 #
 # 1. fields of one *setting* (``server_args.X``, ``effective.X``, ``launch.requested.X`` are all
-#    the setting X; ``findings.ID`` is the setting its finding is about; SAME_SETTING below joins
-#    the effective fields the normaliser derives from a field of another name);
+#    the setting X; ``findings.ID`` is the setting its finding is about; SAME_SETTING joins
+#    the effective fields the normaliser derives from a field of another name; it and SIZED_FROM
+#    are in the knowledge base, pytest_sglang/model/knowledge/settings.py);
 # 2. settings that *follow* from another difference: an explain finding's rule reads the other
 #    setting to decide its own (the knowledge base's ``when``/``value`` expressions), or SGLang sizes
 #    the value from it at start-up (SIZED_FROM). A setting that follows from exactly one change,
 #    and that the launch command does not ask for, is folded into that change; one the launch
 #    command asks for (a value requested but not in effect) stays a change of its own, and says
 #    what it follows from.
-
-# Effective fields the normaliser (pytest_sglang/normaliser/snapshot.py) reads from a field of another
-# name or derives from another field: ``effective.NAME`` -> the names it comes from. One setting,
-# reported in several places; a test checks this table against the sources the normaliser gives.
-SAME_SETTING: dict[str, tuple[str, ...]] = {
-    "sglang_version": ("version",),
-    # capacity
-    "max_running_requests": ("effective_max_running_requests_per_dp",),
-    "max_running_requests_total": ("max_running_requests",),  # per data-parallel worker x dp_size
-    "context_len": ("context_length", "max_model_len"),
-    "mamba_cache_size": ("max_mamba_cache_size",),
-    # CUDA graphs, three eras of fields (0.5.14+: one cuda_graph_config for both phases)
-    "decode_cuda_graph": ("disable_cuda_graph", "cuda_graph_config"),
-    "decode_cuda_graph_max_bs": ("cuda_graph_max_bs", "cuda_graph_bs", "cuda_graph_config"),
-    "prefill_cuda_graph": ("disable_piecewise_cuda_graph", "enable_piecewise_cuda_graph", "cuda_graph_config"),
-    "prefill_cuda_graph_backend": ("prefill_cuda_graph",),  # the backend of the on/off field
-    # allreduce fusion: what was asked (the era's field), then whether it runs on this GPU
-    "flashinfer_allreduce_fusion_requested": ("enable_flashinfer_allreduce_fusion", "flashinfer_allreduce_fusion_backend"),
-    "flashinfer_allreduce_fusion": ("flashinfer_allreduce_fusion_requested",),
-    # speculative decoding: the algorithm's parameters
-    "speculative_num_draft_tokens": ("speculative_algorithm",),
-    "speculative_num_steps": ("speculative_algorithm",),
-    "speculative_eagle_topk": ("speculative_algorithm",),
-    "speculative_draft_model_path": ("speculative_algorithm",),
-    # model and GPUs
-    "is_multimodal": ("has_image_understanding", "has_audio_understanding", "architectures"),
-    "is_hybrid": ("architectures", "mamba_cache_size"),
-    "gpu_name": ("gpu_devices",),
-    "gpu_count": ("gpu_devices",),
-    "sm": ("gpu_devices",),
-}
-
-# Values SGLang sizes at start-up from other settings, where no explain rule says so: NAME -> the
-# settings it is computed from (SGLang's model runner sizes the KV and mamba pools from the memory
-# mem_fraction_static leaves; server_args picks the default CUDA graph batch sizes by whether
-# speculative decoding is on).
-SIZED_FROM: dict[str, tuple[str, ...]] = {
-    "max_total_num_tokens": ("mem_fraction_static", "max_total_tokens", "kv_cache_dtype", "page_size"),
-    "mamba_cache_size": ("mem_fraction_static", "mamba_full_memory_ratio", "mamba_ssm_dtype"),
-    "max_req_input_len": ("max_total_num_tokens", "context_length"),
-    "cuda_graph_bs": ("speculative_algorithm", "cuda_graph_max_bs", "disable_cuda_graph_padding"),
-}
 
 # How a change is named when its first field is one of these (booleans then read on/off, and a
 # switch's None reads off).
