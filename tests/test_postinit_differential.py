@@ -80,3 +80,34 @@ def test_the_comparison_catches_a_wrong_prediction():
 
 def test_the_proof_page_tables_are_the_stored_set():
     assert differential.docs_block() == differential.docs_tables(DATA), "regenerate: python tests/real_sglang/postinit_differential.py --docs"
+
+
+# Rules a release's own post-init proves through the pinned commands; spec.overlap-off-env
+# reads SGLANG_ENABLE_SPEC_V2 from the launch environment, which the stored executions do not
+# vary (its source is checked by tests/real_sglang/test_kb_sources.py).
+PINNED_RULES = (
+    "spec.overlap-off",
+    "spec.overlap-off-topk",
+    "spec.ngram-overlap-off",
+    "spec.ngram-overlap-off.v2",
+    "spec.dflash-overlap-off",
+    "spec.dflash-overlap-off.v2",
+)
+
+
+@pytest.mark.parametrize("rule_id", PINNED_RULES)
+def test_each_overlap_rule_is_proven_in_every_release_it_covers(rule_id):
+    from pytest_sglang.model.versions import parse_version
+
+    rule = next(r for r in differential._kb().order if r.id == rule_id)
+    since, until = parse_version(rule.since), parse_version(rule.until) if rule.until else None
+    covered = {v for v in differential.versions() if since <= parse_version(v) and (until is None or parse_version(v) <= until)}
+    proven = differential.check_stored(DATA)["agreed"].get(rule_id, {}).get("value", set())
+    assert proven == covered, f"{rule_id}: proven in {sorted(proven)}, covers {sorted(covered)}"
+
+
+def test_no_release_changes_the_overlap_schedule_of_a_pinned_command_unexplained():
+    pinned = [(v, c) for v, c in CASES if "-pinned-" in c["name"]]
+    assert {v for v, _ in pinned} == set(differential.versions())
+    misses = [(v, c["name"]) for v, c in pinned if "values" in c["answer"] for cls, _ in differential.compare(c, v, c["answer"])[1] if cls == "miss: disable_overlap_schedule"]
+    assert misses == []

@@ -24,6 +24,7 @@ Disagreement classes are named by their mechanism (``value: RULE``, ``error: RUL
     python tests/real_sglang/postinit_differential.py                    # 12 fresh commands per release
     python tests/real_sglang/postinit_differential.py --examples 30 0.5.23 0.5.12
     python tests/real_sglang/postinit_differential.py --store            # rewrite tests/data/sglang-postinit-differential.json
+    python tests/real_sglang/postinit_differential.py --store-pinned     # rewrite only its pinned commands (PINNED)
     python tests/real_sglang/postinit_differential.py --check-stored     # the stored set against the current explain
     python tests/real_sglang/postinit_differential.py --docs             # rewrite the tables of docs/explain-proof.md
 """
@@ -105,6 +106,23 @@ REALISTIC: dict[str, list[Any]] = {
     "quantization": ["fp8", "modelopt_fp4"], "fp8_gemm_runner_backend": ["auto", "flashinfer_trtllm", "flashinfer_cutlass", "flashinfer_deepgemm"],
     "cuda_graph_backend_prefill": ["breakable", "disabled"], "cuda_graph_backend_decode": ["full", "disabled"],
 }  # fmt: skip
+
+# Commands stored for every release besides the drawn ones, on one GPU: each pins rules whose
+# condition a random draw of at most three flags rarely meets (speculative decoding and the
+# overlap schedule: the EAGLE shape, NGRAM, DFLASH, a hybrid model's extra_buffer with NEXTN).
+# A command with a flag or choice the release does not have is left out for that release.
+PINNED_GPU = {"sm": 90, "name": GPUS[90], "memory_mib": 81559, "count": 4}
+PINNED: list[tuple[str, list[str]]] = [
+    ("llama", ["--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", f"{PLACEHOLDER}/llama"]),
+    (
+        "llama",
+        ["--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", f"{PLACEHOLDER}/llama",
+         "--speculative-num-steps", "3", "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "8"],
+    ),
+    ("llama", ["--speculative-algorithm", "NGRAM"]),
+    ("llama", ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", f"{PLACEHOLDER}/llama"]),
+    ("qwen3-next", ["--speculative-algorithm", "NEXTN", "--mamba-scheduler-strategy", "extra_buffer"]),
+]  # fmt: skip
 
 # Open disagreement classes, each with its reason: the fast tier accepts exactly these.
 KNOWN: dict[str, str] = {
@@ -227,6 +245,22 @@ def _candidates(version: str) -> dict[str, list[list[str]]]:
         if groups:
             out[name] = groups
     return out
+
+
+def pinned(version: str) -> list[dict]:
+    """The :data:`PINNED` commands this release's flag table accepts, as cases."""
+    by_flag = {flag: entry for entry in _table(version).values() for flag in entry["flags"]}
+    out = []
+    for i, (family, words) in enumerate(PINNED):
+        pairs = [(w, words[j + 1] if j + 1 < len(words) and not words[j + 1].startswith("--") else True) for j, w in enumerate(words) if w.startswith("--")]
+        if all(flag in by_flag and (PLACEHOLDER in str(value) or _flag_words(by_flag[flag], _typed(value)) is not None) for flag, value in pairs):
+            argv = ["--model-path", f"{PLACEHOLDER}/{family}", *words]
+            out.append({"name": f"{version}-pinned-{i}", "family": family, "gpu": dict(PINNED_GPU), "argv": argv, "flags": []})
+    return out
+
+
+def _typed(word: Any) -> Any:
+    return int(word) if isinstance(word, str) and word.isdigit() else word
 
 
 def postinit_cases(version: str):  # type: ignore[no-untyped-def]
@@ -526,12 +560,13 @@ def stored() -> dict:
     return json.loads(DATA.read_text())
 
 
-def write_stored(python: Path, releases: list[str] | None = None) -> dict:
-    """The fixed set: STORED_PER_RELEASE derandomized cases per release with their answers
-    (releases not named keep their stored cases)."""
+def write_stored(python: Path, releases: list[str] | None = None, *, pinned_only: bool = False) -> dict:
+    """The fixed set: STORED_PER_RELEASE derandomized cases per release and the
+    :data:`PINNED` commands, with their answers (releases not named keep their stored cases;
+    ``pinned_only`` rewrites the pinned commands alone)."""
     import hypothesis
 
-    data = stored() if DATA.exists() and releases else {"releases": {}}
+    data = stored() if DATA.exists() and (releases or pinned_only) else {"releases": {}}
     out: dict[str, Any] = {
         "about": (
             "Launch commands over the flags the explain rules read, crossed with simulated GPUs and model families "
@@ -546,7 +581,14 @@ def write_stored(python: Path, releases: list[str] | None = None) -> dict:
         "releases": dict(data.get("releases", {})),
     }
     for version in releases or versions():
-        cases = generate(version, STORED_PER_RELEASE, derandomize=True)
+        if pinned_only:
+            kept = [c for c in out["releases"].get(version, {}).get("cases", []) if "-pinned-" not in c["name"]]
+            cases = pinned(version)
+            answers = real_answers(version, python, cases)
+            out["releases"][version] = {"cases": kept + [{**case, "answer": stored_answer(answers[case["name"]])} for case in cases]}
+            print(f"{version}: {len(cases)} pinned stored", file=sys.stderr)
+            continue
+        cases = generate(version, STORED_PER_RELEASE, derandomize=True) + pinned(version)
         answers = real_answers(version, python, cases)
         out["releases"][version] = {"cases": [{**case, "answer": stored_answer(answers[case["name"]])} for case in cases]}
         print(f"{version}: {len(cases)} stored", file=sys.stderr)
@@ -650,6 +692,7 @@ if __name__ == "__main__":
     cli.add_argument("--examples", type=int, default=12, help="fresh commands per release (default 12)")
     cli.add_argument("--seed", type=int, default=None, help="a fixed seed for the fresh sample")
     cli.add_argument("--store", action="store_true", help="rewrite the stored fixed set (of the releases named, or all)")
+    cli.add_argument("--store-pinned", action="store_true", help="rewrite only the pinned commands of the stored set (of the releases named, or all)")
     cli.add_argument("--check-stored", action="store_true", help="check the stored set against the current explain")
     cli.add_argument("--docs", action="store_true", help="rewrite the generated tables of docs/explain-proof.md")
     options = cli.parse_args()
@@ -662,8 +705,8 @@ if __name__ == "__main__":
         import harness
 
         python = harness.ensure_environment()
-        if options.store:
-            write_stored(python, options.releases or None)
+        if options.store or options.store_pinned:
+            write_stored(python, options.releases or None, pinned_only=options.store_pinned)
             result = check_stored()
         else:
             chosen = options.releases or versions()

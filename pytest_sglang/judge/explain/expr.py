@@ -76,6 +76,12 @@ def _clamp(value: Any, low: Any, high: Any) -> Any:
     return max(low, min(high, value))
 
 
+def _lower(value: Any) -> Any:
+    """A string in lower case (an environment variable's value, which SGLang reads case-blind);
+    anything else, None included, as it is."""
+    return value.lower() if isinstance(value, str) else value
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "min": min,
     "max": max,
@@ -86,6 +92,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "abs": abs,
     "tier": _tier,
     "clamp": _clamp,
+    "lower": _lower,
 }
 # Functions whose meaning depends on the scope (rule outcomes, whether a flag was given).
 SCOPE_FUNCTIONS = frozenset({"fired", "given"})
