@@ -3,13 +3,12 @@
 ``~/.netrc``), only cheaper; and the environment's proxies and CA bundle, worked out once per
 server, still follow the environment when it changes.
 
-Every server here is on loopback: one that answers 200 to anything and records what it was
-sent, which stands in for the SGLang server and, in one test, for an HTTP proxy."""
+Every server here is on loopback: test_http_read_path's RawServer, answering 200 to anything and
+keeping what it was sent; it stands in for the SGLang server and, in one test, for an HTTP proxy."""
 
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sglang.collect.http import HttpClient
+from test_http_read_path import RawServer
 
 NAMES = st.sampled_from(["Accept", "X-Trace", "x-trace", "User-Agent", "Authorization", "X-Empty"])
 VALUES = st.one_of(st.none(), st.text(alphabet="abcXYZ019-_/ ", min_size=1, max_size=12).map(str.strip).filter(bool))
@@ -28,45 +28,18 @@ PARAMS = st.dictionaries(st.sampled_from(["a", "b", "format"]), st.one_of(st.non
 AUTH = st.one_of(st.none(), st.tuples(st.sampled_from(["user", "admin"]), st.sampled_from(["pw-1", "pw-2"])))
 
 
-class Recorder:
-    """Answers 200 with an empty body to every request on loopback, keeping each request line."""
+def _ok(head: bytes, conn: socket.socket) -> bool:
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+    return True
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.lines: list[str] = []
-        self.heads: list[str] = []
-        threading.Thread(target=self._accept, daemon=True).start()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        buffer = b""
-        with conn:
-            while True:
-                while b"\r\n\r\n" not in buffer:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buffer += data
-                head, _, buffer = buffer.partition(b"\r\n\r\n")
-                self.heads.append(head.decode())
-                self.lines.append(head.split(b"\r\n", 1)[0].decode())
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-
-    def close(self) -> None:
-        self.sock.close()
+def request_lines(server: RawServer) -> list[str]:
+    return [head.split(b"\r\n", 1)[0].decode() for head in server.heads]
 
 
 @pytest.fixture
-def recorder() -> Iterator[Recorder]:
-    server = Recorder()
+def recorder() -> Iterator[RawServer]:
+    server = RawServer(_ok)
     yield server
     server.close()
 
@@ -132,7 +105,7 @@ def test_netrc_credentials_are_used_when_nothing_else_authenticates(tmp_path: Pa
 
 
 
-def test_an_api_key_is_sent_even_when_netrc_names_the_host(recorder: Recorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_api_key_is_sent_even_when_netrc_names_the_host(recorder: RawServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """requests alone would replace the Bearer header with the ``.netrc`` login (its
     documented precedence), and the server would refuse the request as unauthenticated."""
     netrc = tmp_path / ".netrc"
@@ -145,15 +118,15 @@ def test_an_api_key_is_sent_even_when_netrc_names_the_host(recorder: Recorder, t
     assert client.session.prepare_request(request).headers["Authorization"].startswith("Basic ")  # requests' own
     assert client._prepare(request).headers["Authorization"] == "Bearer sk-prepare-test-key-0123456789"
     assert client.get("/health").status_code == 200
-    assert "Authorization: Bearer sk-prepare-test-key-0123456789" in recorder.heads[-1].splitlines()
+    assert "Authorization: Bearer sk-prepare-test-key-0123456789" in recorder.heads[-1].decode().splitlines()
 
 
-def test_a_proxy_set_in_the_environment_after_the_first_request_is_used(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_proxy_set_in_the_environment_after_the_first_request_is_used(recorder: RawServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """The environment's settings are kept between requests, by what they were read from: an
     ``HTTP_PROXY`` set (or removed) later takes effect at the next request."""
     for name in ("HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
-    proxy = Recorder()
+    proxy = RawServer(_ok)
     try:
         client = HttpClient(recorder.url, retries=0)
         assert client.get("/health").status_code == 200
@@ -164,5 +137,5 @@ def test_a_proxy_set_in_the_environment_after_the_first_request_is_used(recorder
         client.close()
     finally:
         proxy.close()
-    assert recorder.lines == ["GET /health HTTP/1.1", "GET /health HTTP/1.1"]
-    assert proxy.lines == [f"GET {recorder.url}/health HTTP/1.1"]
+    assert request_lines(recorder) == ["GET /health HTTP/1.1", "GET /health HTTP/1.1"]
+    assert request_lines(proxy) == [f"GET {recorder.url}/health HTTP/1.1"]
