@@ -61,10 +61,11 @@ def test_a_replica_that_drifted_is_listed_with_its_differing_fields_and_sources(
     result.stdout.fnmatch_lines(
         [
             "the hosts of this run do not agree (* difference(s)):",
-            f"  {CANDIDATE}: prefill CUDA graph = off (fleet: on) [[]pcg.multimodal: *[]] (4 fields)",
+            # the change a warning explains first (the cap binds the 48 asked for)
             f"  {CANDIDATE}: max_running_requests = 26 (fleet: 48) [[]capacity.mamba-cap: *[]] (3 fields)",
             "    effective.max_running_requests = 26 (fleet: 48) from /server_info internal_states[[]0[]].effective_max_running_requests_per_dp",
             "    effective.max_running_requests_total = 26 (fleet: 48) from *",
+            f"  {CANDIDATE}: prefill CUDA graph = off (fleet: on) [[]pcg.multimodal: *[]] (4 fields)",
         ]
     )
     record = fleet_record(pytester)

@@ -11,6 +11,7 @@ from pytest_sglang.base.text import short_repr
 from pytest_sglang.parse.launch import flag_table
 from pytest_sglang.model.versions import nearest_release
 from pytest_sglang.judge.explain.expr import NOT_COMPUTABLE, Unknown, is_unknown
+from pytest_sglang.judge.explain.binding import CapBound, cap_bound, shown, threshold
 from pytest_sglang.judge.explain.findings import Explanation, Finding, Status
 from pytest_sglang.judge.explain.kb import SEVERITIES, KnowledgeBase, Rule
 from pytest_sglang.judge.explain.situation import _MISSING, Situation
@@ -69,8 +70,12 @@ def explain_situation(situation: Situation) -> Explanation:
     # A value a later rule changes again is a step, not what the server ends with: only the last
     # rule that sets a field is compared with the value the target reports.
     last = {rule.setting: rule.id for rule, _ in fired}
+    # A cap binds only if it is below the request, and decides the value only if no other cap on
+    # the same setting is certainly lower (binding.py).
+    bounds = {rule.id: cap_bound(situation, rule, predicted) for rule, predicted in fired if rule.kind == "cap"}
     for rule, predicted in fired:
-        finding = _finding(rule, situation, release, predicted, final=last[rule.setting] == rule.id)
+        tighter = rule.kind == "cap" and _certainly_tighter(rule, fired, bounds)
+        finding = _finding(rule, situation, release, predicted, final=last[rule.setting] == rule.id, bound=bounds.get(rule.id), tighter=tighter)
         if finding is not None:
             findings.append(finding)
     findings += [_gap(kb, fact, rules) for fact, rules in sorted(undecided.items())]
@@ -84,6 +89,19 @@ def explain_situation(situation: Situation) -> Explanation:
         facts=situation.facts(),
         findings=findings,
         rules_evaluated=evaluated,
+    )
+
+
+def _certainly_tighter(rule: Rule, fired: list[tuple[Rule, Any]], bounds: dict[str, CapBound]) -> bool:
+    """Whether another cap on the same setting is certainly lower than this one, so this one
+    does not decide the value."""
+    mine = bounds[rule.id]
+    if mine.low is None:
+        return False
+    return any(
+        other.kind == "cap" and other.id != rule.id and other.setting == rule.setting
+        and bounds[other.id].high is not None and bounds[other.id].high < mine.low  # type: ignore[operator]
+        for other, _ in fired
     )
 
 
@@ -153,7 +171,9 @@ def _predict(rule: Rule, situation: Situation) -> Any:
     return predicted
 
 
-def _finding(rule: Rule, situation: Situation, release: Version | None, predicted: Any, *, final: bool = True) -> Finding | None:
+def _finding(
+    rule: Rule, situation: Situation, release: Version | None, predicted: Any, *, final: bool = True, bound: CapBound | None = None, tighter: bool = False
+) -> Finding | None:
     setting = rule.setting
     observed, observed_source = situation.observed(setting) if final else (_MISSING, None)
     flag = rule.requested_flag
@@ -173,23 +193,48 @@ def _finding(rule: Rule, situation: Situation, release: Version | None, predicte
             status = "confirmed" if _same(observed, predicted) else "contradicted"
     elif rule.kind in ("override", "cap") and observed is _MISSING and situation.mode == "target" and setting.startswith("runtime."):
         status = "predicted"
-    if rule.kind == "cap" and not is_unknown(predicted) and not is_unknown(requested) and isinstance(requested, (int, float)) and isinstance(predicted, (int, float)):
-        if predicted >= requested:
-            return None  # the cap does not bind
+    # The severity contract (docs/explain.md): an error is a refusal; a warning says a requested
+    # value is certainly changed, ignored or a no-op; everything else, a value SGLang chooses or
+    # an effect that depends on figures known only once the server runs, is info.
+    number = requested if isinstance(requested, (int, float)) and not isinstance(requested, bool) else None
+    binds = uncertain = False
+    limit_text: str | None = None
+    predicted_range: tuple[Any, Any] | None = None
+    if rule.kind == "cap" and bound is not None:
+        if number is not None and bound.low is not None and bound.low >= number:
+            return None  # the cap never reaches the request: it does not bind
+        if tighter:
+            return None  # another cap is certainly lower: this one does not decide the value
+        binds = number is not None and bound.high is not None and bound.high < number
+        uncertain = not bound.exact
+        if bound.low is not None and not bound.exact and is_unknown(predicted) and bound.figures:
+            predicted_range = (bound.low, bound.high)
+        if number is not None and not binds and observed is _MISSING:
+            limit_text = threshold(situation, rule, number, bound)
     if rule.kind == "error":
         severity, lint = "error", True
     elif rule.kind == "noop":
         severity = "warning"
         lint = given
-    elif rule.kind == "override" and given and not is_unknown(predicted) and not _same(requested, predicted):
+    elif rule.kind == "override" and given and not is_unknown(predicted) and not is_unknown(requested) and not _same(requested, predicted):
         severity, lint = "warning", True
-    elif rule.kind == "cap" and given:
-        severity, lint = "warning", True
+    elif rule.kind == "cap" and given and number is not None:
+        # Certain only when a running server reports the capped value, or the cap's highest
+        # value under the facts given is below the request.
+        reported = status == "confirmed" and isinstance(observed, (int, float)) and observed < number
+        if reported or (observed is _MISSING and binds):
+            severity, lint = "warning", True
+        else:
+            severity = "info"
+    elif rule.kind in ("override", "cap"):
+        severity = "info"
     if status == "contradicted":
-        severity = "warning"
+        severity = "info"  # the rule and the server disagree: a fact to check, not a change SGLang made
     log_line, log_note = _logs(rule, situation, given)
-    summary = _summary(rule, status, requested, requested_source, observed, predicted, _readable(rule, situation))
+    summary = _summary(rule, status, requested, requested_source, observed, predicted, _readable(rule, situation), predicted_range=predicted_range, limit=limit_text, binds=binds)
     title = rule.title
+    if rule.kind == "cap" and status != "confirmed" and not binds and (uncertain or number is None):
+        title = _MAY.sub(r"\1 may be \2", title, count=1)
     gpu = _gpu_words(situation) if "gpu.sm" in situation.kb.reads_all.get(rule.id, ()) else None
     if gpu is not None:  # a GPU gate says which GPU, and where the feature does run
         title = title.replace("this GPU", gpu)
@@ -218,6 +263,8 @@ def _finding(rule: Rule, situation: Situation, release: Version | None, predicte
         effective=None if observed is _MISSING else observed,
         effective_source=observed_source,
         predicted=None if is_unknown(predicted) else predicted,
+        predicted_range=predicted_range,
+        threshold=limit_text,
         cause=cause,
         versions=rule.range_text,
         knobs=knobs,
@@ -290,7 +337,13 @@ def _readable(rule: Rule, situation: Situation) -> str:
     return "a formula of " + (", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words))
 
 
-def _summary(rule: Rule, status: str, requested: Any, requested_source: str | None, observed: Any, predicted: Any, readable: str = "") -> str:
+_MAY = re.compile(r"^(.*?) is (capped|limited)\b")
+
+
+def _summary(
+    rule: Rule, status: str, requested: Any, requested_source: str | None, observed: Any, predicted: Any, readable: str = "",
+    *, predicted_range: tuple[Any, Any] | None = None, limit: str | None = None, binds: bool = False,
+) -> str:
     name = rule.setting.removeprefix("runtime.")
     asked = "not requested" if requested is None else ("requested: unknown (no launch command)" if is_unknown(requested) else f"requested {_show(requested)}")
     if rule.kind == "noop":
@@ -301,9 +354,14 @@ def _summary(rule: Rule, status: str, requested: Any, requested_source: str | No
         return f"{name}: {asked}, in effect {_show(observed)}"
     if status == "contradicted":
         return f"{name}: reported {_show(observed)}, but the rule gives {_show(predicted)}"
+    if predicted_range is not None:
+        low, high = predicted_range
+        verb = "caps it at" if binds else "'s cap is"
+        text = f"{name}: {asked}, SGLang{' ' if binds else ''}{verb} {shown(low)}-{shown(high)} here ({readable}, from explain's pool estimate)"
+        return text + (f"; it {limit}" if limit else "")
     if is_unknown(predicted):
-        limit = "caps it at" if rule.kind == "cap" else "sets it from"
-        return f"{name}: {asked}; SGLang {limit} {readable}" + " (known once the server runs)"
+        verb = "caps it at" if rule.kind == "cap" else "sets it from"
+        return f"{name}: {asked}; SGLang {verb} {readable}" + (f", which {limit}" if limit else "") + " (known once the server runs)"
     return f"{name}: {asked}, SGLang makes it {_show(predicted)}"
 
 

@@ -36,6 +36,11 @@ class Finding(BaseModel):
     effective: Any = None
     effective_source: str | None = None
     predicted: Any = None
+    predicted_range: tuple[Any, Any] | None = None
+    """A value known only as a range before the server runs (a cap from explain's pool estimate)."""
+    threshold: str | None = None
+    """For a cap that may or may not bind: the figure it binds below ("binds only if the KV pool
+    holds fewer than 128 tokens")."""
     cause: str = ""
     versions: str = ""
     knobs: list[str] = Field(default_factory=list)
