@@ -108,6 +108,16 @@ def main() -> int:
         timed(lambda: explain_launch(command, gpu="RTX PRO 6000", gpus=4, gpu_memory="96GiB", sglang_version="0.5.12", model="Qwen3_5MoeForConditionalGeneration", kb=knowledge), 200),
         GOALS["explain"],
     )
+    ok &= show(
+        "explain_launch: the seed candidate pasted, release unknown",
+        timed(lambda: explain_launch(command, gpu="RTX PRO 6000", gpus=4, gpu_memory="96GiB", model="Qwen3_5MoeForConditionalGeneration", kb=knowledge), 50),
+        GOALS["explain"],
+    )
+    ok &= show(
+        "explain_launch: a checkpoint path only, release unknown",
+        timed(lambda: explain_launch("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 2 --max-running-requests 64", kb=knowledge), 50),
+        GOALS["explain"],
+    )
     with connect("sim://qwen35-122b-a10b-4xrtx6000-candidate") as target:
         target.snapshot  # collected once, as in a pytest session
         ok &= show(

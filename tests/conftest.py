@@ -11,7 +11,7 @@ import pytest
 # http.cookiejar or cryptography backend would no longer match what requests and paramiko hold).
 import paramiko  # noqa: F401
 import pytest_sglang.target.target  # noqa: F401
-from support import artefact
+from support import Canned, artefact
 from testhost import clean_test_host, test_host  # noqa: F401  (one session-wide test host for every module)
 
 
@@ -104,62 +104,6 @@ def real_log() -> str:
 
 
 # ---- a canned HTTP server: plays back fixed answers, for the ways a target can be wrong ------
-
-
-class Canned:
-    """``routes[path] = (status, body: bytes | dict, delay_seconds)``; records requests."""
-
-    def __init__(self) -> None:
-        self.routes: dict[str, tuple[int, object, float]] = {}
-        self.requests: list[tuple[str, str, dict[str, str]]] = []
-        self.headers: dict[str, str] = {}  # extra answer headers (e.g. a redirect's Location)
-        handler = self._handler()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    def _handler(self):
-        canned = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # keep test output clean
-                pass
-
-            def do_GET(self):
-                canned.requests.append(("GET", self.path, dict(self.headers)))
-                status, body, delay = canned.routes.get(self.path.split("?")[0], (404, b'{"detail":"Not Found"}', 0.0))
-                if delay:
-                    time.sleep(delay)
-                data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for name, value in canned.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up first (the timeout tests): nothing to answer
-
-            do_POST = do_GET
-
-        return Handler
-
-    def serve_sglang(self, server_info: dict, model_info: dict) -> "Canned":
-        self.routes["/server_info"] = (200, server_info, 0.0)
-        self.routes["/get_server_info"] = (200, server_info, 0.0)
-        self.routes["/model_info"] = (200, model_info, 0.0)
-        self.routes["/health"] = (200, b"", 0.0)
-        return self
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -82,9 +82,9 @@ def test_update_writes_then_the_check_passes_then_the_candidate_fails_with_typed
     result.stdout.fnmatch_lines(
         [
             "7 problem(s) with the SGLang baseline:",
-            "  prefill CUDA graph: on -> off ?pcg.multimodal: *? (4 fields)",
             "  max_running_requests: 48 -> 26 ?capacity.mamba-cap: *? (3 fields)",
             "    effective.max_running_requests: 48 -> 26 (from /server_info*)",
+            "  prefill CUDA graph: on -> off ?pcg.multimodal: *? (4 fields)",
         ]
     )
     (record,) = check_records(pytester, f"--sglang-host={CANDIDATE}", "--sglang-baseline=base")

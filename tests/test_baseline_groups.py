@@ -91,7 +91,7 @@ def test_the_seed_candidate_checked_against_the_baseline_file_is_a_few_changes_r
     baseline_file = json.loads((pytester.path / "base" / "qwen35.json").read_text())
     record = check_record(pytester, f"--sglang-host={CANDIDATE}", "--sglang-baseline=base")
     expected = differing_fields(baseline_file, docs[1])
-    assert len(expected) == 32  # the seed case: two real changes, four added flags
+    assert len(expected) == 33  # the seed case: two real changes, four added flags
 
     groups = record["groups"]
     assert 1 < len(groups) <= 8
@@ -119,10 +119,12 @@ def test_the_seed_candidate_checked_against_the_baseline_file_is_a_few_changes_r
     assert {by_path[f]["finding"] for f in MRR_FIELDS} == {"capacity.mamba-cap"}
 
     # the failure shows each change once, its fields under it
-    assert record["failures"][0].startswith("prefill CUDA graph: on -> off [pcg.multimodal")
-    assert record["failures"][0].count("\n") == len(PCG_FIELDS)
+    # (a change a warning explains first: the mamba cap binds the 48 asked for)
+    assert record["failures"][0].startswith("max_running_requests: 48 -> 26 [capacity.mamba-cap")
+    failure = next(f for f in record["failures"] if f.startswith("prefill CUDA graph: on -> off [pcg.multimodal"))
+    assert failure.count("\n") == len(PCG_FIELDS)
     # the report reads the field-level diffs as before: the changes are not counted twice
-    assert len(baseline_diffs(record)) == 32
+    assert len(baseline_diffs(record)) == 33
     json.dumps(record)
 
 
@@ -156,7 +158,8 @@ def test_a_consequence_with_one_cause_is_folded_into_it_and_a_requested_one_is_n
     assert spec.kind == "requested"
     # mem_fraction_static (mem.vlm-factor reads the speculative algorithm), the pools sized from
     # it and the CUDA graph batch sizes follow from speculative decoding
-    assert set(spec.consequences) == {"server_args.mem_fraction_static", "effective.max_total_num_tokens", "effective.mamba_cache_size", "server_args.cuda_graph_bs"}
+    assert set(spec.consequences) == {"server_args.mem_fraction_static", "effective.max_total_num_tokens", "effective.mamba_cache_size", "server_args.cuda_graph_bs",
+                                      "findings.cuda-graph.capture-bs.v2"}
     # the overlap schedule follows from two changes: its own change, naming both
     overlap = found["server_args.disable_overlap_schedule"]
     assert overlap.kind == "follows" and len(overlap.follows_from) == 2
@@ -245,7 +248,7 @@ def test_the_diff_command_prints_and_returns_the_changes(tmp_path):
     assert sorted(f for g in result["groups"] for f in g["fields"]) == sorted(d["path"] for d in result["diffs"])
     assert {result["groups"][0]["name"], result["groups"][1]["name"]} == {"effective.prefill_cuda_graph", "effective.max_running_requests"}
     text = cli("diff", str(tmp_path / "qwen35.json"), CANDIDATE, "--policy", "effective.max_running_requests = waive until 2099-01-01: OPS-12").stdout
-    assert f"{len(result['groups']) - 1} change(s) (29 field(s)) differ; 1 more within policy" in text.splitlines()[0]
+    assert f"{len(result['groups']) - 1} change(s) (30 field(s)) differ; 1 more within policy" in text.splitlines()[0]
     assert "  max_running_requests: 48 -> 26 [capacity.mamba-cap: max_running_requests: requested 48, in effect 26] (3 fields) - waived: until 2099-01-01: OPS-12" in text
 
 

@@ -219,10 +219,15 @@ def test_infinity_rate_and_a_finite_rate() -> None:
     rated = load_bench_serving(REAL / "sglang-rate100-details.jsonl").levels[0]
     assert (rated.rate, rated.concurrency, rated.arrival, rated.name) == (100.0, None, "poisson", "rate=100/s poisson")
     assert load_bench_serving(REAL / "sglang-rate100-details.txt").levels[0].rate == 100.0
-    # NaN and Infinity in figures never reach the model, where JSON would turn them into null.
-    broken = text.replace('"p95_itl_ms": ', '"p95_itl_ms": NaN, "x_": ', 1)
-    odd = parse_jsonl(broken).levels[0]
-    assert "itl_p95_ms" not in odd.extra and any("itl" in n and "nan" in n for n in odd.notes)
+    # NaN and Infinity in figures never reach the model, where JSON would turn them into null:
+    # one line names the line, the key and the value.
+    for planted, said in (("NaN", "NaN is not a finite number"), ("Infinity", "+Inf is not a finite number"), ("1e308", "1e+308 is above 2^53"), ("-1", "-1 is below 0")):
+        broken = text.replace('"p99_itl_ms": ', f'"p99_itl_ms": {planted}, "x_": ', 1)
+        assert _error(broken, origin="x.jsonl", jsonl=True) == f"x.jsonl:1: p99_itl_ms = {said}"
+    # bench_serving's own NaN (the mean of no requests, where none completed) is no figure, and said so.
+    none_done = re.sub(r'"completed": \d+', '"completed": 0', text.replace('"p95_itl_ms": ', '"p95_itl_ms": NaN, "x_": ', 1), count=1)
+    odd = parse_jsonl(none_done).levels[0]
+    assert "itl_p95_ms" not in odd.extra and "p95_itl_ms: NaN (no request completed)" in odd.notes
     assert BenchResult.model_validate_json(BenchResult(levels=[odd]).model_dump_json()).levels[0] == odd
 
 

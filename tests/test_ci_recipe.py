@@ -18,6 +18,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,65 @@ def test_the_recipe_runs_as_written_and_the_gate_promotes(tmp_path: Path) -> Non
     assert all(c.get("file") == baseline.name for h in doc["hosts"] for c in h["checks"] if c["check"] == "sglang-baseline")
     assert (work / "sglang-report.md").read_text().startswith("## SGLang promotion gate: ✅ PROMOTE\n")
     assert "sglang_host" in (work / "sglang-junit.xml").read_text()
+
+
+def _run(command: str, work: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_a_stale_or_planted_report_never_promotes(tmp_path: Path) -> None:
+    """The recipe's gate and verdict step, as written, in a workspace where an earlier run left
+    a promoting report, and where a link to a promoting report is planted at the report path:
+    a run that is killed, or stopped by a usage error, leaves no promote behind, and the link
+    fails the gate in one line and the verdict step, even on its own."""
+    commands = [c for c in _recipe() if not c.startswith("pip install")]
+    gate = next(c for c in commands if c.startswith("pytest "))
+    verdict = commands[commands.index(gate) + 1]
+    assert "sglang-report.json" in verdict
+    work = tmp_path / "gate"
+    work.mkdir()
+    env = _clean_env(tmp_path)
+    for command in commands:  # the whole recipe once: the report it leaves promotes
+        done = _run(command, work, env)
+        assert done.returncode == 0, f"`{command}` exited {done.returncode}\n{done.stderr[-3000:]}"
+    report, summary = work / "sglang-report.json", work / "sglang-report.md"
+    promoting, promoting_summary = report.read_bytes(), summary.read_bytes()
+    assert json.loads(promoting)["verdict"] == "promote"
+
+    # 1. The next run is killed once it has started: the earlier report does not survive it.
+    runner = subprocess.Popen(["bash", "-c", f"exec {gate}"], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while (report.read_bytes() == promoting or summary.read_bytes() == promoting_summary) and runner.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        runner.kill()
+        runner.wait()
+    assert runner.returncode == -9, "the gate ended before it could be killed"
+    left = json.loads(report.read_bytes())
+    assert left["verdict"] == "hold" and "has not written its report" in left["reasons"][0]
+    assert _run(verdict, work, env).returncode != 0
+    assert summary.read_text().startswith("## SGLang promotion gate: ❌ HOLD\n")
+
+    # 2. The next run stops on a usage error (an api key that cannot be sent) before any test.
+    report.write_bytes(promoting)
+    stopped = _run(gate, work, {**env, "SGLANG_API_KEY": "bad\x01key"})
+    assert stopped.returncode == 4, stopped.stdout[-2000:]
+    assert json.loads(report.read_bytes())["verdict"] == "hold"
+    assert _run(verdict, work, env).returncode != 0
+
+    # 3. A link to a promoting report planted at the report path: the gate refuses it in one
+    # line before anything runs, writes nothing through it, and the verdict step fails too.
+    (work / "promote.json").write_bytes(promoting)
+    report.unlink()
+    report.symlink_to("promote.json")
+    refused = _run(gate, work, env)
+    assert refused.returncode == 4
+    errors = [line for line in (refused.stdout + refused.stderr).splitlines() if line.startswith("ERROR")]
+    assert errors == [f"ERROR: --sglang-report-json: {report} is a symbolic link: refusing to write the report through it (remove the link; pytest-sglang writes no file through one)"]
+    assert (work / "promote.json").read_bytes() == promoting and report.is_symlink()
+    assert _run(verdict, work, env).returncode != 0
 
 
 def _yaml_blocks(text: str) -> list[Any]:

@@ -28,10 +28,12 @@ import postinit_differential as differential  # noqa: E402
 
 KB = load()
 KINDS = {rule.id: rule.kind for rule in KB.rules}
+# Rules whose value is None itself (a backend cleared): a predicted None is their value, not "not known".
+VALUE_NONE = {rule.id for rule in KB.rules if (rule.value or "").strip() == "None"}
 DATA = json.loads(differential.DATA.read_text())
 CASES = [(version, case) for version, release in DATA["releases"].items() for case in release["cases"]]
 # The severity a rule file declares is the one used when SGLang decides by itself.
-DECLARED = {"override": "info", "cap": "info", "noop": "warning", "error": "error", "deprecated": "warning", "unknown-flag": "error"}
+DECLARED = {"override": "info", "cap": "info", "noop": "warning", "error": "error", "deprecated": "info", "unknown-flag": "error", "refused": "error", "unknown-arch": "error"}
 
 
 def _number(value: Any) -> bool:
@@ -43,7 +45,7 @@ def violations(explanation: Explanation) -> list[str]:
     out = []
     for f in explanation.findings:
         kind = KINDS.get(f.rule)
-        if f.severity == "error" and kind not in ("error", "unknown-flag", None):
+        if f.severity == "error" and kind not in ("error", "unknown-flag", "refused", "unknown-arch", None):
             out.append(f"{f.id}: an error from a {kind} rule")
         if f.severity != "warning":
             if kind == "cap" and f.severity == "info" and _number(f.requested) and f.predicted is None and f.effective is None and f.predicted_range is None:
@@ -53,7 +55,7 @@ def violations(explanation: Explanation) -> list[str]:
         if f.status in ("undecided", "contradicted"):
             out.append(f"{f.id}: a warning that is {f.status}")
         elif kind == "override":
-            if f.requested is None or f.predicted is None or f.requested == f.predicted:
+            if f.requested is None or (f.predicted is None and f.rule not in VALUE_NONE) or f.requested == f.predicted:
                 out.append(f"{f.id}: a warning override without a changed request ({f.requested!r} -> {f.predicted!r})")
         elif kind == "cap":
             shown = f.effective if _number(f.effective) else f.predicted if _number(f.predicted) else (f.predicted_range or (None, None))[1]
@@ -102,15 +104,51 @@ LLAMA = str(differential.MODELS / "llama" / "config.json")
 
 
 def test_a_cap_that_cannot_be_known_before_start_is_information_with_its_threshold():
+    """Without the GPU's memory the KV pool is unknown: whether half of it caps 64 is too."""
     explanation = explain_launch(
         "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --max-running-requests 64",
-        gpu="H100", gpus=1, sglang_version="0.5.16", model="LlamaForCausalLM",
+        sm=90, gpus=1, sglang_version="0.5.16", model="LlamaForCausalLM",
     )  # fmt: skip
     [cap] = explanation.by_rule("capacity.kv-cap.v3")
     assert cap.severity == "info" and not cap.lint
     assert cap.title == "max_running_requests may be limited by the KV token capacity"
     assert cap.threshold == "binds only if the KV pool holds fewer than 128 tokens"
     assert explanation.warnings == []
+
+
+def test_a_cap_the_pool_estimate_shows_cannot_bind_is_left_out():
+    """One H100 holds hundreds of thousands of Llama 3.1 8B tokens: half of them never caps 64."""
+    explanation = explain_launch(
+        "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --max-running-requests 64",
+        gpu="H100", gpus=1, sglang_version="0.5.16", model="LlamaForCausalLM",
+    )  # fmt: skip
+    assert explanation.by_rule("capacity.kv-cap.v3") == [] and explanation.warnings == []
+
+
+def test_the_mamba_cap_of_a_pool_sized_from_the_request_is_left_out():
+    """Without radix cache SGLang sizes the mamba pool from max_running_requests (one slot each):
+    its cap equals the request and never binds (issue class 2, on every release that has it)."""
+    for version in ("0.5.6", "0.5.12", "0.5.14", "0.5.16", "0.5.23"):
+        explanation = explain_launch(
+            "python -m sglang.launch_server --model-path Qwen/Qwen3.5-122B-A10B --tp 4 --max-running-requests 48 --disable-radix-cache",
+            gpu="RTX PRO 6000", gpus=4, sglang_version=version,
+        )  # fmt: skip
+        assert [f.rule for f in explanation.findings if "mamba-cap" in f.rule] == [], version
+
+
+def test_the_seed_candidate_command_alone_shows_the_mamba_cap_binding():
+    """The seed case before deploying: the pool estimate puts the mamba cap below the 48 asked
+    for on 4x RTX PRO 6000 (the running candidate reports 26)."""
+    explanation = explain_launch(
+        "python -m sglang.launch_server --model-path Qwen/Qwen3.5-122B-A10B --tp 4 --max-running-requests 48 "
+        "--speculative-algorithm NEXTN --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 "
+        "--mamba-scheduler-strategy extra_buffer",
+        gpu="RTX PRO 6000", gpus=4, gpu_memory="96GiB", sglang_version="0.5.12",
+    )  # fmt: skip
+    [cap] = explanation.by_rule("capacity.mamba-cap")
+    assert cap.severity == "warning" and cap.predicted_range is not None
+    low, high = cap.predicted_range
+    assert low < high < 48 and high >= 26
 
 
 def test_a_cap_that_always_binds_is_a_warning_without_any_pool_figure():

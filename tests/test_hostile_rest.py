@@ -263,6 +263,7 @@ _TEXT_CALLS = {"str", "repr", "join", "strip", "lstrip", "rstrip", "decode", "fo
 _NOT_A_CUT = {
     ("pytest_sglang/render/capture.py", "stem[:150]"): "a file name made of [A-Za-z0-9._-] only, not a message",
     ("pytest_sglang/collect/bench/load.py", "payload[:1024]"): "bounds repr()'s work on a long frame before clip cuts it to 80 characters",
+    ("pytest_sglang/render/report/schema.py", "value[:1024]"): "bounds repr()'s work on a long value before clip cuts it to 100 characters",
 }
 
 

@@ -12,6 +12,7 @@ from support import artefact, property_settings
 from test_normalise import as_0512_era, facts_of
 from pytest_sglang import normalise
 from pytest_sglang.model.config import Effective
+from pytest_sglang.model.numbers import checked_copy
 from pytest_sglang.parse.redact import is_secret_key
 from pytest_sglang.target.sources.sim import load_profile
 
@@ -49,7 +50,8 @@ def test_any_reported_types_normalise_without_failing(data, era):
     snap = normalise(facts_of(info, MODEL_INFO))
     # Every effective value fits its declared type (the model would not exist otherwise) ...
     Effective.model_validate(snap.effective.model_dump())
-    # ... and nothing reported was silently replaced in server_args.
+    # ... and nothing reported was silently replaced in server_args: a number that is no figure
+    # (NaN, an infinity, past 2^53) is refused by name, everything else kept as reported.
     if not in_state:
         # A secret's value is scrubbed wherever it appears, so a field that happens to hold the
         # same text as a drawn secret (watermark_key = '0000' beside another '0000') shows it redacted.
@@ -60,19 +62,26 @@ def test_any_reported_types_normalise_without_failing(data, era):
             if key in snap.server_args.as_dict() and not is_secret_key(key):  # secrets are redacted
                 kept = snap.server_args[key]
                 kept = kept.model_dump(exclude_unset=True) if hasattr(kept, "model_dump") else kept  # a nested record, typed
-                assert kept == value or value != value  # NaN is not equal to itself
+                expected, faults = checked_copy({key: value}, "/server_info")
+                assert kept == expected[key]
+                assert set(faults) <= set(snap.refused) and all(f"{fault}: refused, not used" in snap.warnings for fault in faults)
 
 
-def test_a_value_of_the_wrong_type_is_passed_over_with_a_note_and_the_next_source_used():
+@pytest.mark.parametrize(
+    ("reported", "said"),
+    [("many", "'many' is not a number"), (-1, "-1 is below 0"), (2.5, "2.5 is not a whole number"), (2**60, "1152921504606846976 is above 2^53")],
+)
+def test_a_figure_out_of_its_range_is_refused_by_name_and_the_next_source_used(reported, said):
     info = copy.deepcopy(REAL)
-    info["internal_states"][0]["effective_max_running_requests_per_dp"] = "many"
+    info["internal_states"][0]["effective_max_running_requests_per_dp"] = reported
     loads = {"loads": [{"dp_rank": 0, "max_running_requests": 2048}]}
-    e = normalise(facts_of(info, MODEL_INFO, loads)).effective
+    snap = normalise(facts_of(info, MODEL_INFO, loads))
+    e = snap.effective
     assert e.max_running_requests == 2048
     assert e.source_of("max_running_requests") == "/v1/loads loads[0].max_running_requests"
-    note = e.provenance["max_running_requests"].note
-    assert note.startswith("/server_info internal_states[0].effective_max_running_requests_per_dp = 'many' is not of type ")
-    assert note.endswith(": ignored; per data-parallel worker")
+    fault = f"/server_info internal_states[0].effective_max_running_requests_per_dp = {said}"
+    assert snap.refused == [fault] and f"{fault}: refused, not used" in snap.warnings
+    assert e.provenance["max_running_requests"].note == f"{fault}: refused; per data-parallel worker"
 
 
 def test_server_args_keep_what_was_reported_even_in_the_wrong_type():

@@ -95,3 +95,33 @@ def test_a_rule_setting_names_the_field_it_covers(setting, field):
 def test_the_stored_file_round_trips():
     text = coverage.dump(DATA)
     assert text == coverage.DATA.read_text()
+
+
+def test_no_nvidia_assignment_to_a_field_a_sizing_or_graph_test_reads_is_left_uncovered():
+    table = coverage.measure(DATA)
+    left = {row.release: {g: n for g, (n, _) in table.by_group(row.release).items() if n} for row in table.rows}
+    assert not any(left.values()), {v: g for v, g in left.items() if g}
+    # Other platforms' branches to those fields are counted apart (AMD/HIP, NPU ... in every release).
+    assert all(sum(other for _, other in table.by_group(row.release).values()) > 0 for row in table.rows)
+
+
+def test_the_group_count_names_the_field_group_a_release_leaves_uncovered():
+    field = "chunked_prefill_size"
+    data = {v: [a for a in DATA[v] if a["field"] == field and "reason" not in a] for v in ("0.5.12", "0.5.13")}
+    kb = kb_module.load_from(knowledge_text=KNOWLEDGE, rule_texts={"test.toml": _rule(field, "0.5.13", "0.5.13")})
+    table = coverage.measure(data, kb)
+    assert table.by_group("0.5.12")["chunked prefill"][0] == len(data["0.5.12"]) > 0
+    assert table.by_group("0.5.13")["chunked prefill"][0] == 0
+
+
+def test_the_site_count_tells_a_branch_a_rule_cites_from_one_no_rule_describes():
+    kb = kb_module.load()
+    table = coverage.measure({"0.5.12": DATA["0.5.12"], "0.5.23": DATA["0.5.23"]}, kb)
+    items = {(a["function"], a["field"]): a for v in ("0.5.12",) for a in table.items[v]}
+    # --enable-mis turning chunked prefill off: chunked.multi-item-scoring cites it (its 0.5.18 lines, moved by the lock).
+    mis = items[("ServerArgs._handle_multi_item_scoring", "chunked_prefill_size")]
+    assert mis["rules"] and coverage.near_a_source(kb, mis, "0.5.12")
+    # Lfm2's own SM100 attention backend: covered by field (the default rules), cited by none of them.
+    sites = coverage.by_site(table, kb, "0.5.23")
+    assert any(a["function"] == "_lfm2_overrides" for a in sites["attention backend"])
+    assert not any(a["function"] == "_qwen3_5_hybrid_overrides" for a in sites["attention backend"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -311,3 +312,43 @@ def test_an_open_that_fails_unexpectedly_is_answered_with_one_line(monkeypatch: 
         os.close(commands_w)
         os.close(commands_r)
     assert json.loads(answers.getvalue()) == {"id": 7, "error": "opening the host failed (RuntimeError: a bug while binding)"}
+
+
+def test_every_control_line_is_answered_deep_long_or_broken() -> None:
+    """A 100,000-deep JSON line, a line of 3 MiB, and a line cut short each get one error line
+    (with the command's id when it stands at the top level), never a traceback; the command
+    after them in the same read is answered as ever."""
+    from pytest_sglang.target.sources.sim.many import MAX_COMMAND_BYTES
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest_sglang.target.sources.sim", "--serve-many"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    deep = b'{"op": "open", "id": 1, "profile": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    lines = [deep, b"[" * 100_000, b"x" * (3 * MAX_COMMAND_BYTES), b'{"op": "open", "id": 4, "profile": "qwen', json.dumps({"op": "open", "id": 5, "profile": BASELINE}).encode()]
+    try:
+        process.stdin.write(b"\n".join(lines) + b"\n")
+        process.stdin.flush()
+        answers = []
+        for _ in lines:
+            ready = select.select([process.stdout], [], [], 30)[0]
+            assert ready, f"no answer after {answers}"
+            answers.append(json.loads(process.stdout.readline()))
+        assert answers[:4] == [
+            {"id": 1, "error": "a command nests more than 8 levels deep: not a command"},
+            {"id": None, "error": "a command nests more than 8 levels deep: not a command"},
+            {"id": None, "error": f"a command line is longer than {MAX_COMMAND_BYTES} bytes: not a command"},
+            {"id": None, "error": "a command must be one JSON object a line"},
+        ]
+        assert answers[4]["id"] == 5 and requests.get(f"{answers[4]['url']}/health", timeout=10).status_code == 200
+        process.stdin.close()
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.stderr is not None and process.stderr.read() == b""

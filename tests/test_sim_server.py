@@ -466,6 +466,20 @@ def test_0_5_23_refuses_malformed_json_in_the_validation_error_shape(serve: Serv
     assert f"POST {path} [" in body["message"]
 
 
+@pytest.mark.parametrize("profile", [LLAMA_059, QWEN_0523])
+@pytest.mark.parametrize("path", ["/generate", "/v1/completions", "/v1/chat/completions"])
+@pytest.mark.parametrize("body", [b'{"text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", b'{"text": ' + b"1" * 5000 + b"}"], ids=["100k-deep", "5000-digits"])
+def test_a_body_json_cannot_parse_is_answered_as_sglang_answers_it(serve: Serve, caplog: pytest.LogCaptureFixture, profile: str, path: str, body: bytes) -> None:
+    """FastAPI turns a body its JSON parser raises on (other than a decode error) into
+    HTTPException(400, "There was an error parsing the body"), which every release's handler
+    answers as an ErrorResponse; the simulator answers the same, and keeps serving."""
+    url = serve(profile).url
+    response = requests.post(f"{url}{path}", data=body, headers={"Content-Type": "application/json"}, timeout=30)
+    assert (response.status_code, response.json()) == (400, {"object": "error", "message": "There was an error parsing the body", "type": "400", "param": None, "code": 400})
+    assert requests.get(f"{url}/health", timeout=10).status_code == 200
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
 @pytest.mark.parametrize("max_new_tokens", [0, -1, 4097, "8", 2.5, True])
 def test_max_new_tokens_must_be_a_positive_int_up_to_4096(serve: Serve, max_new_tokens: object) -> None:
     url = serve(LLAMA_059).url

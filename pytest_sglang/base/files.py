@@ -12,9 +12,12 @@ Outputs go through :func:`write_text`: the text goes to a temporary file created
 (``O_CREAT|O_EXCL|O_NOFOLLOW``, a random name) in the target's own folder, is fsynced and then
 renamed over the target, so the write is whole or absent and a planted symbolic link can
 redirect nothing. A symbolic link or any non-regular file where the target is expected is
-refused in one line. :func:`append_text` adds to a file without truncating it and without
+refused in one line. The target's folder is opened one name at a time (``openat`` with
+``O_NOFOLLOW``, see :func:`_open_folder` for the links it follows) and the file is written in
+the folder so opened. :func:`append_text` adds to a file without truncating it and without
 following a link. :func:`locked` takes an exclusive lock on a lock file opened without
-truncation and without following a link.
+truncation and without following a link. :func:`check_writable` and :func:`check_distinct`
+refuse, before anything is written, a path the writer would refuse and two outputs at one path.
 
 Every error is a :class:`FileError` (a :class:`~pytest_sglang.base.errors.SpecError`): one line,
 exit 2 from the command line, a usage error in a pytest run.
@@ -46,6 +49,8 @@ __all__ = [
     "append_text",
     "check_nesting",
     "write_text",
+    "check_writable",
+    "check_distinct",
     "locked",
     "kind_of",
     "MiB",
@@ -137,7 +142,10 @@ def check_regular(path: str | os.PathLike[str], *, what: str, cap_bytes: int | N
     (an SSH key, a known_hosts file): missing (:class:`MissingFileError`), not a regular file
     (a FIFO would block its reader, ``/dev/zero`` would feed it forever), or larger than
     ``cap_bytes``. Returns its ``stat``. A link to a regular file is a regular file here,
-    unless ``follow`` is False (then the link itself is refused)."""
+    unless ``follow`` is False (then the link itself is refused). ``-`` is refused as standard
+    input that is not read here (the commands that read standard input take it before this)."""
+    if os.fspath(path) == "-":
+        raise FileError(f"{what}: standard input ('-') is not read here")
     try:
         st = os.stat(os.fspath(path), follow_symlinks=follow)
     except FileNotFoundError:
@@ -265,13 +273,84 @@ def _refuse_unless_regular(path: Path, st: os.stat_result, what: str) -> None:
         raise FileError(f"{path} is not a regular file ({kind_of(st.st_mode)}): refusing to write the {what} there")
 
 
-def _make_folder(folder: Path, what: str, target: Path) -> None:
+_DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC
+
+
+def _walk_plan(folder: Path) -> tuple[str, tuple[str, ...], bool]:
+    """Where opening ``folder`` starts, the names to open from there, and whether those names
+    lie inside the working directory (where no link is followed)."""
+    if not folder.is_absolute():
+        return ".", folder.parts, True
+    here = Path(os.getcwd())
+    if folder.parts[: len(here.parts)] == here.parts:
+        return str(here), folder.parts[len(here.parts) :], True
+    return folder.anchor, folder.parts[1:], False
+
+
+def _open_folder(folder: Path, what: str, target: Path, *, create: bool = True) -> int:
+    """A descriptor of ``folder``, opened one name at a time relative to the one before
+    (``openat``), each missing folder made on the way (``mkdirat``); a file where a folder is
+    expected is refused.
+
+    Which symbolic links are followed: none inside the working directory (every name of a
+    relative path, and of an absolute path below the working directory as the kernel names
+    it); there a checkout, an unpacked artifact or an earlier job may have planted one, and
+    ``--html linkdir/p.html`` would write into whatever it points at. Outside it (an absolute
+    path elsewhere, ``~/reports``) a link is followed when it belongs to you or to root (your
+    own ``~/reports -> /mnt/reports``, the system's ``/tmp -> /private/tmp``); one that belongs
+    to another user, planted in a shared folder, is refused."""
+    start, names, inside = _walk_plan(folder)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise FileError(f"cannot write the {what} {target}: {folder} (or a folder above it) is not a directory") from None
+        fd = os.open(start, _DIR_FLAGS)
     except OSError as exc:
-        raise FileError(f"cannot write the {what} {target}: cannot create its folder {folder} ({_reason(exc)})") from None
+        raise FileError(f"cannot write the {what} {target}: cannot open {start} ({_reason(exc)})") from None
+    walked = Path(start) if start != "." else Path()
+    try:
+        for name in names:
+            walked = walked / name
+            fd = _open_child(fd, name, walked, inside, what, target, create)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_child(fd: int, name: str, walked: Path, inside: bool, what: str, target: Path, create: bool) -> int:
+    """The folder ``name`` in the folder ``fd`` (closed on success), as :func:`_open_folder` says."""
+    flags = _DIR_FLAGS | _O_NOFOLLOW
+    if name != "..":
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            if not create:
+                raise MissingFileError(f"cannot write the {what} {target}: its folder {walked} does not exist") from None
+            try:
+                os.mkdir(name, 0o777, dir_fd=fd)
+            except FileExistsError:
+                pass  # made meanwhile: checked as found below
+            except OSError as exc:
+                raise FileError(f"cannot write the {what} {target}: cannot create its folder {walked} ({_reason(exc)})") from None
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError as exc:
+            raise FileError(f"cannot write the {what} {target}: cannot open its folder {walked} ({_reason(exc)})") from None
+        if stat.S_ISLNK(st.st_mode):
+            if inside:
+                raise FileError(
+                    f"cannot write the {what} {target}: its folder {walked} is a symbolic link, and pytest-sglang follows none in a "
+                    "relative path or below the working directory (give the folder it points to)"
+                )
+            if st.st_uid not in (0, os.geteuid()):
+                raise FileError(f"cannot write the {what} {target}: its folder {walked} is a symbolic link that belongs to another user (uid {st.st_uid}), not followed")
+            flags = _DIR_FLAGS  # yours or root's: followed
+        elif not stat.S_ISDIR(st.st_mode):
+            raise FileError(f"cannot write the {what} {target}: {walked} is not a directory ({kind_of(st.st_mode)})")
+    try:
+        child = os.open(name, flags, dir_fd=fd)
+    except OSError as exc:
+        # ELOOP/ENOTDIR: a link or a file swapped in since the check above, refused
+        raise FileError(f"cannot write the {what} {target}: cannot open its folder {walked} ({_reason(exc)})") from None
+    os.close(fd)
+    return child
 
 
 def write_text(path: str | os.PathLike[str], text: str, *, what: str, overwrite: bool = True) -> Path:
@@ -287,12 +366,8 @@ def write_text(path: str | os.PathLike[str], text: str, *, what: str, overwrite:
     target = Path(path)
     if not target.name or target.name in (".", ".."):
         raise FileError(f"cannot write the {what} {target}: give a file name")
-    _make_folder(target.parent, what, target)
     name = target.name
-    try:
-        dfd = os.open(target.parent, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
-    except OSError as exc:
-        raise FileError(f"cannot write the {what} {target} ({_reason(exc)})") from None
+    dfd = _open_folder(target.parent, what, target)
     tmp: str | None = None
     try:
         mode: int | None = None
@@ -353,6 +428,49 @@ def write_text(path: str | os.PathLike[str], text: str, *, what: str, overwrite:
     return target
 
 
+def check_writable(path: str | os.PathLike[str], *, what: str) -> None:
+    """Refuse now, in the line :func:`write_text` would give, a ``path`` it would refuse:
+    no file name, a folder that is a file or a link :func:`_open_folder` does not follow, a
+    symbolic link or a non-regular file (a FIFO, a directory) at the name. Writes and creates
+    nothing: a folder that does not exist yet is made by the write."""
+    target = Path(path)
+    if not target.name or target.name in (".", ".."):
+        raise FileError(f"cannot write the {what} {target}: give a file name")
+    try:
+        dfd = _open_folder(target.parent, what, target, create=False)
+    except MissingFileError:
+        return
+    try:
+        st = os.stat(target.name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise FileError(f"cannot write the {what} {target} ({_reason(exc)})") from None
+    finally:
+        os.close(dfd)
+    _refuse_unless_regular(target, st, what)
+
+
+def _identity(path: str | os.PathLike[str]) -> tuple[Any, ...]:
+    try:
+        st = os.stat(path)  # one file under two names (a link, a hard link, another spelling)
+    except OSError:
+        return ("path", os.path.normcase(os.path.realpath(path)))
+    return ("file", st.st_dev, st.st_ino)
+
+
+def check_distinct(named: list[tuple[str, str | os.PathLike[str]]]) -> None:
+    """Refuse, in one :class:`FileError` line, two of ``named`` (each ``(how it was given,
+    path)``, e.g. ``("--html report.out", path)``) that are one file: the second write would
+    replace the first, and both would say they were written."""
+    seen: dict[tuple[Any, ...], str] = {}
+    for label, path in named:
+        key = _identity(path)
+        if key in seen:
+            raise FileError(f"{seen[key]} and {label} name the same file: give each its own path")
+        seen[key] = label
+
+
 def append_text(path: str | os.PathLike[str], text: str, *, what: str) -> Path:
     """Add ``text`` (UTF-8) at the end of ``path``, created if missing, never truncated: for a
     log several processes add lines to. Opened ``O_WRONLY|O_APPEND|O_CREAT|O_NOFOLLOW|
@@ -360,15 +478,17 @@ def append_text(path: str | os.PathLike[str], text: str, *, what: str) -> Path:
     checked to be a regular file on the open descriptor before a byte is written; with
     ``O_APPEND`` each write lands at the end, whoever else appends. Returns the path."""
     target = Path(path)
-    _make_folder(target.parent, what, target)
+    dfd = _open_folder(target.parent, what, target)
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | os.O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC
     try:
-        fd = os.open(target, flags, 0o644)
+        fd = os.open(target.name, flags, 0o644, dir_fd=dfd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
             with contextlib.suppress(OSError):
-                _refuse_unless_regular(target, os.lstat(target), what)
+                _refuse_unless_regular(target, os.stat(target.name, dir_fd=dfd, follow_symlinks=False), what)
         raise FileError(f"cannot write the {what} {target} ({_reason(exc)})") from None
+    finally:
+        os.close(dfd)
     try:
         _refuse_unless_regular(target, os.fstat(fd), what)
         view = memoryview(text.encode("utf-8"))
@@ -387,14 +507,16 @@ def locked(path: str | os.PathLike[str], *, what: str = "lock file") -> Iterator
     never truncated (``O_RDWR|O_CREAT|O_NOFOLLOW``); a symbolic link or a non-regular file
     there is refused in one line."""
     lock = Path(path)
-    _make_folder(lock.parent, what, lock)
+    dfd = _open_folder(lock.parent, what, lock)
     try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | os.O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC, 0o644)
+        fd = os.open(lock.name, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | os.O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC, 0o644, dir_fd=dfd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
             with contextlib.suppress(OSError):
-                _refuse_unless_regular(lock, os.lstat(lock), what)
+                _refuse_unless_regular(lock, os.stat(lock.name, dir_fd=dfd, follow_symlinks=False), what)
         raise FileError(f"cannot open the {what} {lock} ({_reason(exc)})") from None
+    finally:
+        os.close(dfd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

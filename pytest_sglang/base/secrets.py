@@ -10,8 +10,11 @@ Two layers keep a key out of what pytest-sglang prints or writes:
   on the way out (:func:`forms`): raw, stripped, white space collapsed, ``repr``-escaped,
   JSON-escaped, URL-encoded (``quote``, ``quote_plus``), HTML-escaped (``&amp;``, ``&quot;``,
   ``&#x27;``, ``&#39;``, ``&#34;``, ``&apos;``, all-numeric) and shell-quoted, and inside an
-  ``Authorization`` header. Secrets are registered where they enter: the user's api keys when
-  options are read, and the values the redactor removes from server answers and launch commands.
+  ``Authorization`` header; each in any case; its base64 at each alignment; and, in a copy of
+  the text decoded and folded once (:func:`fold`), written a character at a time as entities,
+  ``%XX``, ``\\uXXXX`` or ``\\xXX`` in any mix, with invisible characters inside, or broken
+  across a line. Secrets are registered where they enter: the user's api keys when options are
+  read, and the values the redactor removes from server answers and launch commands.
 
 No fragment of a key either. Outside text (an error body, a status line) is shortened with
 :func:`clip` only, never by slicing: it scrubs the whole text *first*, then cuts (at a word
@@ -33,11 +36,14 @@ secrets (the auth headers of a benchmark request, say) still finds a key broken 
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
 import shlex
 import threading
+from array import array
+from bisect import bisect_right
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
@@ -162,56 +168,448 @@ def _forms_of(value: str) -> frozenset[str]:
     return frozenset(forms(value))
 
 
+# ---- spellings no list of forms can hold: one folded copy of the text ---------------------------
+#
+# An output format or a hostile server can spell a key one character at a time (``&#115;``,
+# ``&#x73``, ``&amp;#X73;``, ``%73``, ``\u0073``, ``\x73``, in any mix), in upper case, with
+# zero-width or soft characters inside, or broken across a line. Listing those spellings per key
+# would multiply the patterns; instead the text is decoded and folded once (:class:`_Folded`),
+# each key is folded the same way (:func:`fold`), and what is found is mapped back to the text's
+# own offsets. Base64 is the one spelling of another alphabet: its three alignments are literal
+# strings (:func:`base64_forms`), searched with the forms.
+
+# A character written as an entity, ``%XX`` (one character's UTF-8 bytes together), a backslash
+# escape: decoded first. Each alternative starts with its own mark, which keeps the search fast.
+_UTF8 = r"(?:[cCdD][0-9a-fA-F]{p}[89abAB][0-9a-fA-F]|[eE][0-9a-fA-F](?:{p}[89abAB][0-9a-fA-F]){{2}}|[fF][0-7](?:{p}[89abAB][0-9a-fA-F]){{3}})"
+_ENCODED = re.compile(
+    r"&(?:amp;)*(?:#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));?|(amp|lt|gt|quot|apos);)"  # an entity, escaped again or not
+    + r"|%(?:(" + _UTF8.format(p="%") + r")|([0-9a-fA-F]{2}))"
+    + r"|\\(?:x(" + _UTF8.format(p=r"\\x") + r")|u([dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    + r"|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2})|([\\'" + '"' + r"/])|([nr]))"
+)
+_ENCODED_MARKS = "&%\\"
+_NAMED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
+_HEX_PAIR = re.compile(r"[0-9a-fA-F]{2}")
+# Then, in what is decoded: a line break where a key may have been broken in two (with the white
+# space around it and a failure line's gutter after it, pytest's ``E   `` or ``>   ``) and
+# characters that show as nothing (zero-width space, non-joiner, joiner, marks, word joiner,
+# invisible operators, BOM, soft hyphen, combining grapheme joiner, Mongolian vowel separator)
+# are dropped, and other white space is one space (as a key's white space collapsed).
+_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_OTHER_SPACES = "\t\x1f\xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_SPACES = " " + _OTHER_SPACES  # white space within a line
+_INVISIBLE = "\u00ad\u034f\u180e\u200b-\u200f\u2060-\u2064\ufeff"
+_BLANK = f"[{_SPACES}{_INVISIBLE}]"
+_GUTTER = rf"[E>]{_BLANK}*[{_SPACES}]{_BLANK}*"  # pytest's ``E   ``, ``>   ``
+# A line break with the blanks around it (and a gutter after it); else a run of blanks that is
+# not a lone space between two words (nothing to do there). The lookahead lets the search skip
+# to the next blank or line break.
+_ANY = f"[{_SPACES}{_INVISIBLE}{_BREAKS}]"
+_JOINS = re.compile(rf"(?={_ANY})(?:{_ANY}*[{_BREAKS}](?:{_GUTTER}|{_ANY}*)|({_ANY}{{2,}}|[{_OTHER_SPACES}{_INVISIBLE}{_BREAKS}]))")
+_HAS_SPACE = re.compile(f"[{_SPACES}]")
+# The line breaks a redacted span keeps (escaped ones too): a key broken across lines is
+# replaced piece by piece, and the lines stay lines.
+_LINE_BREAKS = re.compile(rf"({_BLANK}*(?:\r\n|[{_BREAKS}]|\\r\\n|\\n)(?:{_GUTTER}|{_BLANK}*))")
+# What a cut may leave of an encoded character: its start before the cut, its rest after it.
+_PARTIAL_TAIL = re.compile(
+    r"(?:(?:%|\\x)[c-fC-F][0-9a-fA-F](?:(?:%|\\x)[89abAB][0-9a-fA-F]){0,2})?"  # the first bytes of a character as UTF-8
+    r"(?:&(?:amp;)*(?:#(?:[xX][0-9a-fA-F]{0,5}|[0-9]{0,6}))?|%[0-9a-fA-F]?|\\(?:u[0-9a-fA-F]{0,3}|U[0-9a-fA-F]{0,7}|x[0-9a-fA-F]?)?)?\Z"
+)
+_PARTIAL_HEAD = re.compile(r"(?:(?:amp|mp|p);)?(?:#[xX]?|[xXuU])?[0-9a-fA-F]{0,8};?(?:(?:%|\\x)[89abAB][0-9a-fA-F]){0,3}")
+
+
+def _decoded(match: re.Match[str]) -> str:
+    """One token of :data:`_ENCODED` as the character it spells (U+FFFD for a number that is no
+    character)."""
+    hexa, dec, named, utf8, pct, utf8x, pair, u4, u8, x2, escaped, control = match.groups()
+    if named is not None:
+        return _NAMED[named]
+    if escaped is not None:
+        return escaped
+    if control is not None:
+        return "\n" if control == "n" else "\r"
+    if utf8 is not None or utf8x is not None or pair is not None:
+        if pair is not None:  # a surrogate pair, as JSON writes a character past U+FFFF
+            data, codec = bytes.fromhex(pair[:4] + pair[6:]), "utf-16-be"
+        else:  # the bytes after the first mark, and after each "%" or "\\x" that follows
+            data, codec = bytes(int(h, 16) for h in _HEX_PAIR.findall((utf8 or utf8x).replace("\\x", "%").replace("%", " "))), "utf-8"
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            return "\ufffd"
+        return text if len(text) == 1 else "\ufffd"
+    digits = hexa if hexa is not None else pct if pct is not None else u4 if u4 is not None else u8 if u8 is not None else x2
+    number = int(dec) if dec is not None else int(digits, 16)
+    return chr(number) if number <= 0x10FFFF else "\ufffd"
+
+
+def _joined(match: re.Match[str]) -> str:
+    """One token of :data:`_JOINS`: nothing for a line break (with its blanks and gutter) or
+    invisible characters alone; one space for a run that holds white space."""
+    run = match.group(1)
+    return " " if run is not None and _HAS_SPACE.search(run) else ""
+
+
+def _lower(text: str) -> str:
+    """``text`` in lower case, character by character (no character changes its length, and a
+    final sigma is a sigma: a key folded alone and inside a text fold alike)."""
+    low = text.lower()
+    if len(low) != len(text):
+        low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    return low.replace("ς", "σ") if "ς" in low else low
+
+
+def _to_decode(text: str) -> bool:
+    """Whether ``text`` may hold an encoded character (cheap: three searches for a mark)."""
+    return any(mark in text for mark in _ENCODED_MARKS)
+
+
+def _to_join(text: str) -> bool:
+    """Whether ``text`` may hold a line break, a run of white space or an invisible character
+    (cheap: a text of printable characters and lone spaces holds none)."""
+    return not text.isprintable() or "  " in text
+
+
+def fold(text: str) -> str:
+    """``text`` as the scrubber compares it: every character spelt as an entity, ``%XX``,
+    ``\\uXXXX`` or ``\\xXX`` decoded, invisible characters and line breaks dropped, white space
+    one space, lower case."""
+    if _to_decode(text):
+        text = _ENCODED.sub(_decoded, text)
+    if _to_join(text):
+        text = _JOINS.sub(_joined, text)
+    return _lower(text)
+
+
+class _Map:
+    """The way back from a text rewritten token by token to the text it was made from: only the
+    tokens are recorded (four integers each)."""
+
+    __slots__ = ("_fs", "_fe", "_ts", "_te")
+
+    def __init__(self) -> None:
+        self._fs, self._fe, self._ts, self._te = array("q"), array("q"), array("q"), array("q")
+
+    @classmethod
+    def rewrite(cls, text: str, pattern: re.Pattern[str], replace: Any) -> tuple[str, _Map | None]:
+        """``text`` with each match of ``pattern`` replaced by ``replace(match)``, and the map
+        back (None when nothing matched: the offsets are the text's own)."""
+        first = pattern.search(text)
+        if first is None:
+            return text, None
+        out = cls()
+        pieces: list[str] = []
+        n = last = 0
+        for m in pattern.finditer(text, first.start()):
+            a, b = m.span()
+            pieces.append(text[last:a])
+            n += a - last
+            c = replace(m)
+            pieces.append(c)
+            out._fs.append(n)
+            n += len(c)
+            out._fe.append(n)
+            out._ts.append(a)
+            out._te.append(b)
+            last = b
+        pieces.append(text[last:])
+        return "".join(pieces), out
+
+    def _at(self, i: int) -> tuple[int, int]:
+        """The span of the source that character ``i`` comes from."""
+        k = bisect_right(self._fe, i)
+        if k < len(self._fs) and self._fs[k] <= i:
+            return self._ts[k], self._te[k]
+        start = self._te[k - 1] + (i - self._fe[k - 1]) if k else i
+        return start, start + 1
+
+    def span(self, a: int, b: int) -> tuple[int, int]:
+        """The source's span of the span ``[a, b)`` (``b > a``)."""
+        return self._at(a)[0], self._at(b - 1)[1]
+
+    def position(self, p: int) -> int:
+        """The offset of the source's offset ``p`` (inside a token: the token's start)."""
+        k = bisect_right(self._ts, p) - 1
+        if k < 0:
+            return p
+        return self._fs[k] if p < self._te[k] else self._fe[k] + (p - self._te[k])
+
+
+class _Folded:
+    """A text folded (:func:`fold`), with the way back from the folded copy's offsets to the
+    text's. A text with nothing to decode or drop costs one lower-cased copy; the way back is
+    worked out only when something is found (each token costs four integers there)."""
+
+    __slots__ = ("source", "text", "decoded", "_decoding", "_joining", "_mapped")
+
+    def __init__(self, text: str, lowered: str | None = None) -> None:
+        self.source = text
+        decoded = _ENCODED.sub(_decoded, text) if _to_decode(text) else text
+        joined = _JOINS.sub(_joined, decoded) if _to_join(decoded) else decoded
+        self.decoded = joined != text  # anything decoded or dropped (else the copy is only lower case)
+        self.text = _lower(joined) if self.decoded or lowered is None else lowered
+        self._decoding: _Map | None = None
+        self._joining: _Map | None = None
+        self._mapped = not self.decoded
+
+    def _map(self) -> None:
+        if not self._mapped:
+            decoded, self._decoding = _Map.rewrite(self.source, _ENCODED, _decoded) if _to_decode(self.source) else (self.source, None)
+            self._joining = _Map.rewrite(decoded, _JOINS, _joined)[1] if _to_join(decoded) else None
+            self._mapped = True
+
+    def span(self, a: int, b: int) -> tuple[int, int]:
+        """The text's span of the folded span ``[a, b)`` (``b > a``)."""
+        self._map()
+        if self._joining is not None:
+            a, b = self._joining.span(a, b)
+        if self._decoding is not None:
+            a, b = self._decoding.span(a, b)
+        return a, b
+
+    def position(self, p: int) -> int:
+        """The folded offset of the text's offset ``p`` (inside a token: the token's start)."""
+        self._map()
+        if self._decoding is not None:
+            p = self._decoding.position(p)
+        return self._joining.position(p) if self._joining is not None else p
+
+
+def base64_forms(value: str) -> set[str]:
+    """The base64 of ``value`` wherever it sits in a longer blob: for each of the three
+    alignments, the characters that only its bytes decide, in the standard and the URL-safe
+    alphabets. Values of fewer than :data:`FRAGMENT` bytes have none (their pieces would be a
+    few characters that any blob may hold)."""
+    data = value.encode("utf-8", "surrogatepass")
+    if len(data) < FRAGMENT:
+        return set()
+    out = set()
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + data).decode("ascii")
+        core = encoded[(8 * offset + 5) // 6 : 8 * (offset + len(data)) // 6]
+        out |= {core, core.replace("+", "-").replace("/", "_")}
+    return out
+
+
+# The longest total of literals one pattern holds: compiling a pattern of a megabyte-long value
+# a host sent costs seconds, searching for it with str.find costs milliseconds.
+_PATTERN_LIMIT = 16 * 1024
+
+
+# A pattern of literals nested deeper than this (values that are prefixes of each other) is
+# written flat: the regular-expression parser recurses per level.
+_TRIE_DEPTH = 100
+
+
+class _Deep(Exception):
+    """A tree of literals past :data:`_TRIE_DEPTH` levels."""
+
+
+def _trie(literals: Iterable[str]) -> str:
+    """One pattern of the literals as a tree of their shared beginnings (``sk-(?:a|b)``): the
+    search tries a character once at each place, not once per literal (a flat alternation of
+    some hundred forms made the search ten times slower). The longest literal at a place wins.
+    Raises :class:`_Deep` past :data:`_TRIE_DEPTH` levels."""
+    root: dict[str | None, Any] = {}
+    for literal in literals:
+        node = root
+        for c in literal:
+            node = node.setdefault(c, {})
+        node[None] = True
+
+    def emit(node: dict[str | None, Any], depth: int) -> str:
+        if depth > _TRIE_DEPTH:
+            raise _Deep
+        branches = []
+        for c, child in node.items():
+            if c is None:
+                continue
+            chars = [c]
+            while len(child) == 1 and None not in child:  # a run with no fork: one literal
+                ((c, child),) = child.items()
+                chars.append(c)
+            branches.append(re.escape("".join(chars)) + emit(child, depth + 1))
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if None in node else body
+
+    return emit(root, 0)
+
+
+class _Finder:
+    """Where any of some literal strings occur in a text (the longest at a place first)."""
+
+    def __init__(self, literals: Iterable[str]) -> None:
+        self.literals = sorted(set(literals), key=len, reverse=True)
+        size = sum(len(f) for f in self.literals)
+        self.pattern: re.Pattern[str] | None = None
+        if self.literals and size <= _PATTERN_LIMIT:
+            try:
+                self.pattern = re.compile(_trie(self.literals))
+            except _Deep:
+                self.pattern = re.compile("|".join(re.escape(f) for f in self.literals))
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        if self.pattern is not None:
+            return [m.span() for m in self.pattern.finditer(text)]
+        return self.plain(self.literals, text)
+
+    @staticmethod
+    def plain(literals: Iterable[str], text: str) -> list[tuple[int, int]]:
+        """Where each literal occurs, by ``str.find``."""
+        out = []
+        for literal in literals:
+            at = text.find(literal)
+            while at >= 0:
+                out.append((at, at + len(literal)))
+                at = text.find(literal, at + len(literal))
+        return out
+
+
+def _cuts_of(forms: Iterable[str]) -> list[_Cuts]:
+    cuts: dict[int, _Cuts] = {}
+    for form in forms:
+        size = fragment_length(form)
+        if len(form) > size:
+            cuts.setdefault(size, _Cuts(size)).add(form)
+    return sorted(cuts.values(), key=lambda c: c.size)
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[list[int]]:
+    merged: list[list[int]] = []
+    for a, b in sorted(spans):
+        if merged and a < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
+def _replaced(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by ``<redacted>``; a span that runs over a line break
+    (a key broken in two) keeps its line breaks, each piece replaced."""
+    out: list[str] = []
+    last = 0
+    for a, b in _merged(spans):
+        out.append(text[last:a])
+        piece = text[a:b]
+        parts = [piece] if piece.isprintable() and "\\" not in piece else _LINE_BREAKS.split(piece)  # a line break is not printable
+        out.append(REDACTED if len(parts) == 1 else "".join(p if i % 2 or not p.strip() else REDACTED for i, p in enumerate(parts)))
+        last = b
+    out.append(text[last:])
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)
+def _spellings_of(value: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """What the scrubber looks for of one value: its base64 (as written: base64 has cases), its
+    forms in lower case, and its forms folded (:func:`fold`)."""
+    every = _forms_of(value)
+    base64s = frozenset(base64_forms(value) | base64_forms(value.strip()))
+    return base64s, frozenset(map(_lower, every)), frozenset(f for f in map(fold, every) if len(f) >= MIN_LENGTH)
+
+
 class _Matcher:
-    """A scrubber for a set of secrets: every form anywhere, and pieces of forms at cuts."""
+    """A scrubber for a set of secrets: every form anywhere (in any case, and folded), its
+    base64, and pieces of forms at cuts.
+
+    Three searches, each of one set of literal strings: the base64 forms in the text as it is,
+    the forms in lower case in the text in lower case (every form as written, in any case), and,
+    when the text holds anything to decode or drop, the forms folded in the text folded."""
 
     def __init__(self, values: Iterable[str]) -> None:
-        every = set().union(*(_forms_of(v) for v in values))
-        # Longest first, so a form that contains another is replaced whole.
-        self.pattern = re.compile("|".join(re.escape(f) for f in sorted(every, key=len, reverse=True))) if every else None
-        cuts: dict[int, _Cuts] = {}
-        for form in every:
-            size = fragment_length(form)
-            if len(form) > size:
-                cuts.setdefault(size, _Cuts(size)).add(form)
-        self.cuts = sorted(cuts.values(), key=lambda c: c.size)
+        spellings = [_spellings_of(v) for v in values]
+        base64s = set().union(*(b for b, _, _ in spellings))
+        lowered = set().union(*(w for _, w, _ in spellings))
+        folded = set().union(*(f for _, _, f in spellings))
+        self.base64 = _Finder(base64s) if base64s else None
+        self.lowered = _Finder(lowered) if lowered else None
+        self.folded = _Finder(folded) if folded else None
+        self.base64_cuts = _cuts_of(base64s)
+        self.lowered_cuts = _cuts_of(lowered)
+        self.folded_cuts = _cuts_of(folded)
 
     def scrub(self, text: str) -> str:
-        if self.pattern is None or not text:
+        if self.lowered is None or not text:
             return text
-        return self._cut_pieces(self.pattern.sub(REDACTED, text))
+        lowered = _lower(text)
+        spans = self.lowered.spans(lowered)
+        if self.base64 is not None:
+            spans += self.base64.spans(text)
+        folded = _Folded(text, lowered)
+        if folded.decoded and self.folded is not None:
+            spans += [folded.span(a, b) for a, b in self.folded.spans(folded.text)]
+        if spans:
+            return self._cut_pieces(_replaced(text, spans), None, None)
+        return self._cut_pieces(text, lowered, folded)
 
-    def _cut_pieces(self, text: str) -> str:
-        """The cut rule: pieces of a form at the text's ends and at ellipses, replaced."""
-        if not self.cuts:
-            return text
-        marks = [m.start() for m in _CUT_MARKS.finditer(text)]
+    def _cut_pieces(self, text: str, lowered: str | None, folded: _Folded | None) -> str:
+        """The cut rule: pieces of a form (in any case, folded, or base64) at the text's ends and
+        at ellipses, replaced."""
+        marks = [m.start() for m in _CUT_MARKS.finditer(text)] if ELLIPSIS in text or "..." in text else []
         ends = {len(text.rstrip())} | set(marks)
         starts = {len(text) - len(text.lstrip())} | {m + (1 if text[m] == ELLIPSIS else 3) for m in marks}
         spans = []
-        for cuts in self.cuts:
+        lowered = _lower(text) if lowered is None else lowered
+        for cut_text, cuts in [(text, c) for c in self.base64_cuts] + [(lowered, c) for c in self.lowered_cuts]:
             for end in ends:
-                k = cuts.prefix_ending_at(text, end)
+                k = cuts.prefix_ending_at(cut_text, end)
                 if k:
                     spans.append((end - k, end))
             for start in starts:
-                k = cuts.suffix_starting_at(text, start)
+                k = cuts.suffix_starting_at(cut_text, start)
                 if k:
                     spans.append((start, start + k))
+        if self.folded_cuts:
+            spans += self._folded_pieces(text, lowered, folded, ends, starts)
         if not spans:
             return text
         # A piece that overlaps a <redacted> already there is part of it, not of a key.
         markers = [(m.start(), m.end()) for m in re.finditer(re.escape(REDACTED), text)]
         spans = [(a, b) for a, b in spans if not any(a < y and x < b for x, y in markers)]
-        merged: list[list[int]] = []
-        for a, b in sorted(spans):
-            if merged and a <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], b)
-            else:
-                merged.append([a, b])
-        for a, b in reversed(merged):
-            text = text[:a] + REDACTED + text[b:]
-        return text
+        return _replaced(text, spans) if spans else text
+
+    def _folded_pieces(self, text: str, lowered: str, folded: _Folded | None, ends: set[int], starts: set[int]) -> list[tuple[int, int]]:
+        """The cut rule in the folded copy, where a cut through an encoded character leaves part
+        of it: each cut is looked at on both sides of such a part. A long text is folded only
+        around its cuts (a piece is at most a form long, a form's character at most
+        :data:`_REACH` characters written), and only its first :data:`_CUTS_FOLDED` ellipses are."""
+        spans: list[tuple[int, int]] = []
+        reach = _REACH * (max(c.longest for c in self.folded_cuts) + 1)
+        whole = len(text) <= 4 * reach
+        if whole:
+            folded = folded or _Folded(text, lowered)
+        for end in sorted(ends)[: _CUTS_FOLDED + 1]:
+            lo = 0 if whole else max(0, end - reach)
+            part = folded if whole else _Folded(text[lo:end], lowered[lo:end])
+            assert part is not None
+            points = {end} | ({*range(t.start(), end)} if (t := _PARTIAL_TAIL.search(text, max(0, end - 24), end)) else set())
+            for cuts in self.folded_cuts:
+                for point in {part.position(p - lo) for p in points}:
+                    k = cuts.prefix_ending_at(part.text, point)
+                    if k:
+                        a, b = part.span(point - k, point)
+                        spans.append((a + lo, b + lo))
+        for start in sorted(starts)[: _CUTS_FOLDED + 1]:
+            lo = 0 if whole else start
+            hi = len(text) if whole else min(len(text), start + reach)
+            part = folded if whole else _Folded(text[lo:hi], lowered[lo:hi])
+            assert part is not None
+            points = {start} | ({*range(start + 1, h.end() + 1)} if (h := _PARTIAL_HEAD.match(text, start)) else set())
+            for cuts in self.folded_cuts:
+                for point in {part.position(p - lo) for p in points}:
+                    k = cuts.suffix_starting_at(part.text, point)
+                    if k:
+                        a, b = part.span(point, point + k)
+                        spans.append((a + lo, b + lo))
+        return spans
+
+
+# How many characters one character of a key may take written out (``&amp;#x10FFFF;`` is 14),
+# and how many ellipses of a text the cut rule reads folded (the ends always).
+_REACH = 16
+_CUTS_FOLDED = 256
 
 
 @lru_cache(maxsize=64)
@@ -317,6 +715,26 @@ def scrub(text: str, extra: Iterable[str] = ()) -> str:
     if values and text:
         text = _matcher(values).scrub(text)
     return text
+
+
+def remove(text: str, values: Iterable[str]) -> str:
+    """``text`` with every registered secret scrubbed, and ``values`` removed in every spelling
+    (as :func:`scrub` finds them whole, without its cut rule) by plain searches: for the values a
+    redactor finds in what a host sends, each met once and perhaps megabytes long, where building
+    a scrubber per value would cost more than the search."""
+    text = SECRETS.scrub(text)
+    kept = {v for v in values if isinstance(v, str) and len(v.strip()) >= MIN_LENGTH and REDACTED not in v}
+    if not kept or not text:
+        return text
+    lowered = _lower(text)
+    folded = _Folded(text, lowered)
+    spans: list[tuple[int, int]] = []
+    for value in kept:
+        base64s, lowered_forms, folded_forms = _spellings_of(value)
+        spans += _Finder.plain(base64s, text) + _Finder.plain(lowered_forms, lowered)
+        if folded.decoded:
+            spans += [folded.span(a, b) for a, b in _Finder.plain(folded_forms, folded.text)]
+    return _replaced(text, spans) if spans else text
 
 
 def clip(text: Any, limit: int, *, extra: Iterable[str] = (), ellipsis: str = ELLIPSIS, one_line: bool = True, keep: str = "start") -> str:

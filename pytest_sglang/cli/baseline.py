@@ -121,6 +121,8 @@ def _side(text: str, args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     from pytest_sglang.judge.baseline.document import document
     from pytest_sglang.judge.baseline.store import load_baseline
 
+    if text.strip() == "-":
+        raise SpecError("diff reads no standard input: give A and B as targets, replay:FILE captures or baseline FILE.json files")
     if "://" not in text and not text.startswith("replay:") and text.endswith(".json"):
         if not Path(text).exists():
             raise SpecError(f"{text}: no such baseline file (a capture is given as replay:FILE)")

@@ -6,7 +6,8 @@
 
 Exit codes: 0 every threshold holds; 1 a threshold failed, a request failed on a judged level,
 or a level had no successful request; 2 bad usage or input; 3 the target could not be read;
-4 inconclusive (the client's own timing error could change a verdict).
+4 inconclusive (the client's own timing error could change a verdict, or a figure the server
+answered was refused: NaN, an infinity, out of its range).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def add_parser(subparsers: Any) -> None:
         "the bottleneck on a judged level (inconclusive).",
     )
     p.add_argument("target", metavar="TARGET", nargs="?", help="http(s)://HOST:PORT or sim://PROFILE")
-    p.add_argument("--import", dest="import_file", metavar="FILE", help="a sglang.bench_serving printed result or --output-file JSONL, instead of running")
+    p.add_argument("--import", dest="import_file", metavar="FILE", help="a sglang.bench_serving printed result or --output-file JSONL, instead of running ('-': standard input)")
     load = p.add_argument_group("load pattern")
     load.add_argument("--concurrency", metavar="N,N", help="closed-loop concurrency levels, e.g. 1,8,32,48,64")
     load.add_argument("--rate", metavar="R,R", help="open-loop request rates (requests/s), e.g. 5,10,20")
@@ -112,10 +113,12 @@ def run(args: argparse.Namespace) -> int:
 
     if bool(args.target) == bool(args.import_file):
         raise SpecError("give a TARGET to benchmark or --import FILE, one of them")
+    if args.output:
+        _check_output(args.output, args.import_file)
     if args.import_file:
         from pytest_sglang.collect.bench.bench_serving import load_bench_serving
 
-        result = load_bench_serving(args.import_file)
+        result = load_bench_serving(_import_text(), origin="standard input") if args.import_file == "-" else load_bench_serving(args.import_file)
     else:
         if not args.concurrency and not args.rate:
             raise SpecError("give --concurrency N,N or --rate R,R (or both)")
@@ -163,8 +166,34 @@ def run(args: argparse.Namespace) -> int:
     except BenchInconclusive as exc:
         print(scrub(f"inconclusive: {exc}"), file=sys.stderr)
         return EXIT_INCONCLUSIVE
+    refused = [f"{lv.name}: {fault}" for lv in result.levels for fault in lv.refused]
+    if refused:  # a figure that is none was left out: the thresholds held over what was kept
+        for line in refused:
+            print(scrub(f"inconclusive: figure refused: {line}"), file=sys.stderr)
+        return EXIT_INCONCLUSIVE
     print(f"every threshold holds ({len(args.expect)} checked)", file=sys.stderr)
     return 0
+
+
+def _check_output(output: str, import_file: str | None) -> None:
+    """``-o FILE`` before anything runs: a file name, not the file imported, writable."""
+    from pytest_sglang.base import files
+
+    if output.strip() == "-":
+        raise SpecError("-o -: give a file path (--json prints the result on standard output)")
+    if import_file and import_file != "-":
+        files.check_distinct([(f"--import {import_file}", import_file), (f"-o {output}", output)])
+    files.check_writable(output, what="benchmark result")
+
+
+def _import_text() -> str:
+    """``--import -``: bench_serving's printed result or JSONL on standard input, at most the
+    size a file may be."""
+    from pytest_sglang.base import files
+    from pytest_sglang.collect.bench.bench_serving import IMPORT_CAP_BYTES
+
+    text = files.read_stream(sys.stdin, cap_chars=IMPORT_CAP_BYTES, what="--import - (standard input)")
+    return text if "\n" in text else text + "\n"  # text, never taken for a file name
 
 
 def _stderr_progress(progress: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from pytest_sglang.base.errors import SpecError
@@ -28,11 +29,16 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pytest_sglang.base.files import check_writable
     from pytest_sglang.cli.main import connect_target
     from pytest_sglang.render.capture import write_capture
 
     if args.target.strip().lower().startswith("replay:"):
         raise SpecError(f"{args.target.split('?', 1)[0]} is already a capture: copy the file instead")
+    if args.output.strip() == "-":
+        raise SpecError("-o -: give a file path (a capture is written to a file, not to standard output)")
+    if not os.path.isdir(args.output):  # a folder: write_capture asks for the file's name
+        check_writable(args.output, what="capture")  # before the target is read
     with connect_target(args.target, args) as target:
         provenance = write_capture(target, args.output)
         warnings = target.warnings

@@ -36,7 +36,8 @@ def add_parser(subparsers: Any) -> None:
         "for each value that differs from the release's default, the rule that sets it, or 'probably requested' "
         "(the GPU, version and model as for --launch; without --sglang-version, the release whose fields the line has)",
     )
-    launch.add_argument("--gpu", metavar="NAME", help="GPU model, e.g. 'RTX PRO 6000' or 'H100'")
+    launch.add_argument("--gpu", metavar="NAME", help="GPU model, e.g. 'RTX PRO 6000', 'H100' or 'MI300X'")
+    launch.add_argument("--platform", metavar="PLATFORM", help="what SGLang runs on when neither --gpu nor the command's --device says: cuda, hip (AMD ROCm), npu, xpu, cpu")
     launch.add_argument("--gpus", metavar="N", help="number of GPUs")
     launch.add_argument("--gpu-memory", metavar="SIZE", help="memory per GPU, e.g. 96GiB or 97887MiB")
     launch.add_argument("--sglang-version", metavar="VERSION", help="the SGLang release, e.g. 0.5.12")
@@ -47,43 +48,66 @@ def add_parser(subparsers: Any) -> None:
     both = p.add_argument_group("both")
     both.add_argument("--sm", metavar="SM", help="GPU compute capability, e.g. 120 or 12.0")
     both.add_argument("--json", action="store_true", help="print the findings as JSON")
+    both.add_argument("--show-command", action="store_true", help="print the command that was judged first (entry point and words, shell-quoted, secrets redacted); with --json, its 'command' field")
     both.add_argument("-v", "--verbose", action="store_true", help="also print each rule's explanation, sources and the facts used")
     both.add_argument("--fail-on", choices=_FAIL_ON, default="error", help="exit 1 when a finding is at least this severe (default error)")
     kb = p.add_argument_group("the knowledge base")
     kb.add_argument("--list-rules", action="store_true", help="list the rules explain knows (with --json or --markdown)")
-    kb.add_argument("--markdown", action="store_true", help="with --list-rules: a Markdown table")
+    kb.add_argument("--markdown", action="store_true", help="with --list-rules or --list-checkpoints: a Markdown table")
+    kb.add_argument("--list-checkpoints", action="store_true", help="list the public checkpoints a model path is recognised by (with --json or --markdown)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.list_rules:
         return _list_rules(args)
+    if args.list_checkpoints:
+        return _list_checkpoints(args)
     launch_text = _launch_text(args)
     startup = _startup_text(args)
     given = [g for g in (args.target is not None, launch_text is not None, startup is not None) if g]
     if len(given) != 1:
         raise SpecError("give either a TARGET or --launch/--launch-file, or --startup-line: exactly one of them")
     # The facts a launch command or a start-up line is explained with (a target reports its own).
-    facts = {name: getattr(args, name) for name in ("gpu", "sm", "gpus", "gpu_memory", "sglang_version", "model")}
+    facts = {name: getattr(args, name) for name in ("gpu", "sm", "gpus", "gpu_memory", "sglang_version", "model", "platform")}
+    command: str | None = None  # the argv judged, for --show-command
     if startup is not None:
+        if args.show_command:
+            raise SpecError("--show-command is for --launch/--launch-file or a TARGET: a start-up line holds no launch command")
         from pytest_sglang.judge.explain.startup import explain_startup_line
 
         explanation: Explanation = explain_startup_line(startup[0], source=startup[1], **facts)
     elif launch_text is not None:
         explanation = explain_launch(launch_text, **facts)
+        if args.show_command:
+            from pytest_sglang.parse.launch import parse_launch_command
+
+            command = parse_launch_command(launch_text, sglang_version=args.sglang_version, strict_version=False).command_line
     else:
-        for name in ("gpu", "gpus", "gpu_memory", "sglang_version", "model"):
+        for name in ("gpu", "gpus", "gpu_memory", "sglang_version", "model", "platform"):
             if getattr(args, name) is not None:
                 raise SpecError(f"--{name.replace('_', '-')} is for --launch or --startup-line; a target reports its own (use --ssh for GPU facts, --sm for the compute capability)")
         from pytest_sglang.cli.main import connect_target
 
         with connect_target(args.target, args) as target:
             explanation = explain(target)
+            if args.show_command:
+                from pytest_sglang.judge.explain.api import situation_of
+
+                judged = situation_of(target)
+                command = judged.launch.command_line if judged is not None and judged.launch is not None else None
     if args.json:
-        print(scrub(explanation.to_json()))
+        if args.show_command:
+            import json
+
+            print(scrub(json.dumps({"command": command, **explanation.model_dump(mode="json")}, indent=2)))
+        else:
+            print(scrub(explanation.to_json()))
     else:
         from pytest_sglang.render.explain import text
 
+        if args.show_command:
+            print(scrub(f"command: {command or '(the target reports no launch command)'}"))
         print(text(explanation, verbose=args.verbose))
     if args.fail_on == "never":
         return 0
@@ -106,6 +130,24 @@ def _list_rules(args: argparse.Namespace) -> int:
         print(catalog.markdown(kb), end="")
     else:
         print(catalog.text(kb))
+    return 0
+
+
+def _list_checkpoints(args: argparse.Namespace) -> int:
+    import json
+
+    from pytest_sglang.judge.explain import checkpoint_table
+    from pytest_sglang.judge.explain.kb import load
+
+    if args.target is not None or args.launch is not None or args.launch_file is not None or args.startup_line is not None:
+        raise SpecError("--list-checkpoints takes no TARGET, launch command or start-up line")
+    kb = load()
+    if args.json:
+        print(json.dumps(checkpoint_table.rows(kb), indent=2))
+    elif args.markdown:
+        print(checkpoint_table.markdown(kb), end="")
+    else:
+        print(checkpoint_table.text(kb))
     return 0
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from pytest_sglang.base import files as _files
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.base.secrets import clip, scrub
+from pytest_sglang.target.spec import environment_specs, register_secrets
 
 # A report of 32 hosts with their tests and benchmarks is a few MiB.
 REPORT_CAP_BYTES = 256 * _files.MiB
@@ -30,7 +31,7 @@ def add_parser(subparsers: Any) -> None:
         description="Render a run's JSON report (--sglang-report-json) as the self-contained HTML page (--html) and the "
         "Markdown summary (--md) that --sglang-report-html and --sglang-report-md write, e.g. in a later CI step.",
     )
-    p.add_argument("report", metavar="RUN.json", help="a JSON report written by --sglang-report-json")
+    p.add_argument("report", metavar="RUN.json", help="a JSON report written by --sglang-report-json ('-': standard input)")
     p.add_argument("--html", metavar="FILE", help="write the HTML page to FILE")
     p.add_argument("--md", metavar="FILE", help="write the Markdown summary to FILE")
     p.add_argument("--link", metavar="URL", help="where the Markdown links to the HTML page (default: its path beside the Markdown file, when both are written)")
@@ -41,21 +42,24 @@ def add_parser(subparsers: Any) -> None:
 
 def load_report(path: str) -> dict[str, Any]:
     """A JSON report, read and checked: one :class:`SpecError` line naming the file otherwise."""
-    from pytest_sglang.render.report.schema import validate
+    from pytest_sglang.render.report.reading import ReportTooLarge, read_report
 
-    what = f"JSON report {path}"
+    what = "JSON report on standard input" if path == "-" else f"JSON report {path}"
     try:
-        text = _files.read_text(path, cap_bytes=REPORT_CAP_BYTES, what=what)
+        text = _files.read_stream(sys.stdin, cap_chars=REPORT_CAP_BYTES, what=what) if path == "-" else _files.read_text(path, cap_bytes=REPORT_CAP_BYTES, what=what)
         _files.check_nesting(text, what=what)
     except _files.MissingFileError:
         raise SpecError(f"{what} does not exist: give the file --sglang-report-json wrote") from None
+    # Decoded and checked in one pass (render/report/reading.py): memory stays a few times the
+    # file's size, and nothing of a file that is not a report is kept.
     try:
-        document = json.loads(text)
+        document, problems = read_report(text)
+    except ReportTooLarge as exc:
+        raise SpecError(f"{what} is not a pytest-sglang report: {exc}") from None
     except ValueError as exc:
         raise SpecError(f"{what} is not JSON ({clip(exc, 120)}): give the file --sglang-report-json wrote") from None
-    problems = validate(document)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    if problems or document is None:
+        more = f" (and {problems.total - 1:,} more)" if problems.total > 1 else ""
         raise SpecError(f"{what} is not a pytest-sglang report: {clip(problems[0], 160)}{more}")
     return dict(document)
 
@@ -65,13 +69,29 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.html and not args.md:
         raise SpecError("give --html FILE, --md FILE or both: what to write")
-    document = load_report(args.report)
     html_path = Path(args.html) if args.html else None
     md_path = Path(args.md) if args.md else None
-    for option, path in (("--html", html_path), ("--md", md_path)):
-        if path is not None and path.is_dir():
+    outputs = [(f"--{option} {given}", Path(given)) for option, given in (("html", args.html), ("md", args.md)) if given]
+    for label, path in outputs:
+        if str(path) == "-":
+            raise SpecError(f"{label}: give a file path (the report is written to a file, not to standard output)")
+        if path.is_dir():
+            option = label.split()[0]
             raise SpecError(f"{option} {path} is a directory: give a file path, e.g. {option} {path / ('sglang-report.' + option[2:])}")
-    problems = write_reports(document, None, md_path, html_path, html_link=args.link, charts=False if args.no_charts else None)
+    # Before anything is read or written: two outputs at one path (or at the report read)
+    # would leave one of them lost, and a path the writer refuses is said now.
+    _files.check_distinct(([] if args.report == "-" else [(f"the JSON report {args.report}", args.report)]) + outputs)
+    for label, path in outputs:
+        _files.check_writable(path, what="report")
+    # The secrets the run itself knew (SGLANG_API_KEY and the rest), so a report that holds one
+    # in any spelling (a planted or hostile file) shows none of it.
+    register_secrets(environment_specs())
+    document = load_report(args.report)
+    try:
+        problems = write_reports(document, None, md_path, html_path, html_link=args.link, charts=False if args.no_charts else None)
+    except Exception as exc:  # the last guard: the schema check leaves nothing a renderer fails on
+        shown_as = "standard input" if args.report == "-" else args.report
+        raise SpecError(f"JSON report {shown_as} could not be rendered ({clip(exc, 160)}); every field the schema types was valid") from None
     if problems:
         raise SpecError(problems[0])
     written = [str(p) for p in (html_path, md_path) if p is not None]

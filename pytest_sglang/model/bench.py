@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from pytest_sglang.model.numbers import Count, Figure, FigureRange, Fraction, NonNegativeFigure
 
 Verdict = Literal["valid", "inconclusive"]
 # A level's verdict once thresholds or a baseline judged it (None: not judged).
@@ -22,6 +24,9 @@ Direction = Literal["higher", "lower"]
 # statistics (throughputs, TPOT) never round one or overflow on it, and no server makes more.
 MAX_TOKENS = 2**53
 _COUNTS = ("input_tokens", "output_tokens")
+# The +Inf bucket's bound of a latency histogram, finite so that JSON keeps it.
+INF_BOUND = 1e308
+HistogramBound = Annotated[float, BeforeValidator(FigureRange(minimum=0, maximum=INF_BOUND))]
 
 
 def token_count_problem(value: object) -> str | None:
@@ -99,12 +104,12 @@ class Stat(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    count: int = 0
-    mean: float | None = None
-    median: float | None = None
-    p90: float | None = None
-    p99: float | None = None
-    max: float | None = None
+    count: Count = 0
+    mean: NonNegativeFigure | None = None
+    median: NonNegativeFigure | None = None
+    p90: NonNegativeFigure | None = None
+    p99: NonNegativeFigure | None = None
+    max: NonNegativeFigure | None = None
 
 
 class Validity(BaseModel):
@@ -118,15 +123,15 @@ class Validity(BaseModel):
 
     verdict: Verdict = "valid"
     reasons: list[str] = Field(default_factory=list)
-    loop_lag_p99_ms: float | None = None
-    loop_lag_max_ms: float | None = None
-    send_delay_p99_ms: float | None = None
-    send_delay_max_ms: float | None = None
-    client_cpu: float | None = None  # fraction of one core used by the client's process(es)
-    processes: int = 1
+    loop_lag_p99_ms: NonNegativeFigure | None = None
+    loop_lag_max_ms: NonNegativeFigure | None = None
+    send_delay_p99_ms: Figure | None = None
+    send_delay_max_ms: Figure | None = None
+    client_cpu: NonNegativeFigure | None = None  # fraction of one core used by the client's process(es)
+    processes: Count = 1
     # Open-loop levels: the rate asked for and the send rate reached.
-    target_rate: float | None = None
-    achieved_rate: float | None = None
+    target_rate: NonNegativeFigure | None = None
+    achieved_rate: NonNegativeFigure | None = None
 
 
 class ServerLoad(BaseModel):
@@ -134,17 +139,17 @@ class ServerLoad(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    samples: int = 0
-    peak_running: float | None = None
-    peak_queue: float | None = None
-    peak_token_usage: float | None = None
-    mean_running: float | None = None
+    samples: Count = 0
+    peak_running: NonNegativeFigure | None = None
+    peak_queue: NonNegativeFigure | None = None
+    peak_token_usage: NonNegativeFigure | None = None
+    mean_running: NonNegativeFigure | None = None
     # The effective max_running_requests of the target, when known, and whether it was reached.
-    max_running_requests: int | None = None
+    max_running_requests: Count | None = None
     reached_max_running: bool | None = None
     # The server's own time-to-first-token histogram over the level (upper bound in ms,
     # cumulative count), measured from when the server received each request: no client delay.
-    ttft_histogram: list[tuple[float, float]] = Field(default_factory=list)
+    ttft_histogram: list[tuple[HistogramBound, NonNegativeFigure]] = Field(default_factory=list)
     note: str | None = None
 
 
@@ -155,37 +160,41 @@ class LevelResult(BaseModel):
 
     name: str  # "concurrency=48", "rate=20/s poisson"
     mode: Literal["concurrency", "rate", "imported"]
-    concurrency: int | None = None
-    rate: float | None = None
+    concurrency: Count | None = None
+    rate: NonNegativeFigure | None = None
     arrival: Literal["constant", "poisson"] | None = None
-    requests: int = 0
-    completed: int = 0
-    failed: int = 0
-    duration_s: float = 0.0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    request_throughput: float = 0.0  # completed requests per second
-    input_throughput: float = 0.0  # input tokens per second
-    output_throughput: float = 0.0  # output tokens per second
-    total_throughput: float = 0.0
+    requests: Count = 0
+    completed: Count = 0
+    failed: Count = 0
+    duration_s: NonNegativeFigure = 0.0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    request_throughput: NonNegativeFigure = 0.0  # completed requests per second
+    input_throughput: NonNegativeFigure = 0.0  # input tokens per second
+    output_throughput: NonNegativeFigure = 0.0  # output tokens per second
+    total_throughput: NonNegativeFigure = 0.0
     ttft: Stat = Field(default_factory=Stat)
     itl: Stat = Field(default_factory=Stat)
     tpot: Stat = Field(default_factory=Stat)
     e2e: Stat = Field(default_factory=Stat)
-    goodput: float | None = None  # requests per second that met every SLO
-    goodput_fraction: float | None = None
-    peak_concurrency: int = 0  # requests in flight at once, as the client saw it
+    goodput: NonNegativeFigure | None = None  # requests per second that met every SLO
+    goodput_fraction: Fraction | None = None
+    peak_concurrency: Count = 0  # requests in flight at once, as the client saw it
     errors: list[str] = Field(default_factory=list)  # the distinct error texts, first few
     notes: list[str] = Field(default_factory=list)  # what a reader should know about the figures
     validity: Validity = Field(default_factory=Validity)
     server: ServerLoad | None = None
     # Values that only an import carries (bench_serving's "Accept length", ...).
-    extra: dict[str, float] = Field(default_factory=dict)
+    extra: dict[str, Figure] = Field(default_factory=dict)
+    # Figures refused where they entered (a server's /metrics answering NaN, a result file's
+    # 1e308), each naming the field and the value: the level holds none of them, and a run
+    # with any is never promoted.
+    refused: list[str] = Field(default_factory=list)
     # Set when the level was judged (thresholds, a baseline): the verdict and its reasons, the
     # failing or undecided figures first. ``attempts`` counts runs of an inconclusive level.
     verdict: LevelVerdict | None = None
     verdict_reasons: list[str] = Field(default_factory=list)
-    attempts: int = 1
+    attempts: Count = 1
 
     def judge(self, verdict: LevelVerdict, reasons: list[str]) -> None:
         """Record a judgement of the level. A level judged twice in one test (thresholds, then
@@ -261,7 +270,7 @@ class BaselineRepeats(BaseModel):
     key: str | None = None  # the deployment key of the file
     recorded: str | None = None  # when the baseline was recorded (ISO time)
     # level name -> metric -> the value of every repeat
-    levels: dict[str, dict[str, list[float]]] = Field(default_factory=dict)
+    levels: dict[str, dict[str, list[Figure]]] = Field(default_factory=dict)
 
     @classmethod
     def from_entry(cls, name: str, key: str | None, entry: dict[str, object], metrics: tuple[str, ...] = BASELINE_BAND_METRICS) -> BaselineRepeats:

@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator
+from typing import Annotated, Any, Iterator
 
 from typing_extensions import Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError
 
 from pytest_sglang.base import reads as _reads
+from pytest_sglang.model.numbers import Count, FigureRange
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +225,8 @@ class Provenance(BaseModel):
 
 
 UNKNOWN = "unknown"
+# SGLang reports chunked_prefill_size -1 when chunked prefill is off.
+ChunkSize = Annotated[int, BeforeValidator(FigureRange(minimum=-1, whole=True))]
 
 
 class Effective(_Recorded):
@@ -234,21 +237,21 @@ class Effective(_Recorded):
 
     target: str = ""
     sglang_version: str | None = None
-    # capacity
-    max_running_requests: int | None = None
-    max_running_requests_total: int | None = None
-    max_total_num_tokens: int | None = None
-    max_req_input_len: int | None = None
-    chunked_prefill_size: int | None = None
-    context_len: int | None = None
+    # capacity (a count from 0 to 2^53: a server answering NaN, -1 or 1e308 here is refused)
+    max_running_requests: Count | None = None
+    max_running_requests_total: Count | None = None
+    max_total_num_tokens: Count | None = None
+    max_req_input_len: Count | None = None
+    chunked_prefill_size: ChunkSize | None = None
+    context_len: Count | None = None
     # parallelism
-    tp_size: int | None = None
-    pp_size: int | None = None
-    dp_size: int | None = None
-    ep_size: int | None = None
+    tp_size: Count | None = None
+    pp_size: Count | None = None
+    dp_size: Count | None = None
+    ep_size: Count | None = None
     # CUDA graphs
     decode_cuda_graph: bool | None = None
-    decode_cuda_graph_max_bs: int | None = None
+    decode_cuda_graph_max_bs: Count | None = None
     prefill_cuda_graph: bool | None = None
     prefill_cuda_graph_backend: str | None = None
     # communication and kernels
@@ -258,17 +261,17 @@ class Effective(_Recorded):
     moe_runner_backend: str | None = None
     # speculative decoding
     speculative_algorithm: str | None = None
-    speculative_num_draft_tokens: int | None = None
+    speculative_num_draft_tokens: Count | None = None
     # hybrid models
-    mamba_cache_size: int | None = None
+    mamba_cache_size: Count | None = None
     # model
     architectures: list[str] = Field(default_factory=list)
     is_multimodal: bool | None = None
     is_hybrid: bool | None = None
     # hardware
     gpu_name: str | None = None
-    gpu_count: int | None = None
-    sm: int | None = None
+    gpu_count: Count | None = None
+    sm: Count | None = None
 
     provenance: dict[str, Provenance] = Field(default_factory=dict)
 

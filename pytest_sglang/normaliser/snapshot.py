@@ -16,6 +16,7 @@ from pytest_sglang.base.text import short_repr
 from pytest_sglang.base.errors import SpecError, TargetError
 from pytest_sglang.model.facts import SERVER_INFO_EXTRA_KEYS, Facts
 from pytest_sglang.model.gpu import sm_from_capability, sm_from_name
+from pytest_sglang.model.numbers import checked_copy, field_range
 from pytest_sglang.parse.launch import LaunchCommand, parse_launch_command
 from pytest_sglang.parse.logs import SGLangLogs
 from pytest_sglang.model.config import Effective, ModelInfo, Provenance, ServerArgs
@@ -42,6 +43,9 @@ class Snapshot:
     warnings: list[str] = field(default_factory=list)
     # Why a launch command the target gave was not read (too long), when it was not.
     launch_command_refused: str | None = None
+    # Figures the target answered that are none (NaN, an infinity, out of range, a string where
+    # a count is read), each naming where it was read and the value; none of them is used.
+    refused: list[str] = field(default_factory=list)
 
 
 class _Pick:
@@ -52,6 +56,10 @@ class _Pick:
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
         self.provenance: dict[str, Provenance] = {}
+        self.refused: list[str] = []
+        # Where a body held a number that is no figure (its fault by where it was read): a
+        # candidate read from there is passed over with that fault, so its provenance says why.
+        self.refused_at: dict[str, str] = {}
 
     def set(self, name: str, *candidates: tuple[Any, str], requested: tuple[Any, str] | None = None, note: str | None = None) -> Any:
         passed_over: list[str] = []
@@ -66,9 +74,17 @@ class _Pick:
 
         for value, source in candidates:
             if value is None:
+                if source in self.refused_at:
+                    passed_over.append(f"{self.refused_at[source]}: refused")
                 continue
             fitted, ok = _fit(name, value)
             if not ok:
+                checks = field_range(Effective, name)
+                fault = checks.refusal(source, value) if checks is not None else None
+                if fault is not None:  # a figure out of its range: refused, and said so
+                    passed_over.append(f"{fault}: refused")
+                    self.refused.append(fault)
+                    continue
                 passed_over.append(f"{source} = {short_repr(value, 60)} is not of type {_type_name(name)}: ignored")
                 continue
             self.values[name] = fitted
@@ -109,10 +125,22 @@ def normalise(facts: Facts) -> Snapshot:
         return _normalise(facts)
 
 
+def _checked_bodies(facts: Facts) -> tuple[dict[str, Any], list[str]]:
+    """Every body with each number that is no figure (NaN, an infinity, beyond 2^53 either way)
+    replaced by null, and the fault line of each: nothing below reads one."""
+    bodies: dict[str, Any] = {}
+    refused: list[str] = []
+    for name in facts.endpoints:
+        bodies[name], found = checked_copy(facts.body(name), facts.where(name))
+        refused += found
+    return bodies, refused
+
+
 def _normalise(facts: Facts) -> Snapshot:
     warnings: list[str] = []
+    bodies, refused_figures = _checked_bodies(facts)
     where_si = facts.where("server_info")
-    info = facts.body("server_info")
+    info = bodies.get("server_info")
     if info is None:
         info = {}
     elif not isinstance(info, dict):  # a capture edited by hand, a proxy's answer: no configuration in it
@@ -123,8 +151,8 @@ def _normalise(facts: Facts) -> Snapshot:
     reported_states = info.get("internal_states")
     states = [s for s in reported_states if isinstance(s, dict)] if isinstance(reported_states, list) else []
     state0: dict[str, Any] = states[0] if states else {}
-    loads = facts.body("loads") if isinstance(facts.body("loads"), dict) else None
-    model_body = facts.body("model_info")
+    loads = bodies.get("loads") if isinstance(bodies.get("loads"), dict) else None
+    model_body = bodies.get("model_info")
     rows = loads.get("loads") if loads else None
     load0: dict[str, Any] = rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else {}
     host = facts.host
@@ -135,8 +163,9 @@ def _normalise(facts: Facts) -> Snapshot:
     logs = SGLangLogs(source=host.log_source or "log", lines=list(host.log_lines)) if host else SGLangLogs(source="log")
     startup = logs.startup_line if not arg_fields else None
     if startup is not None:
-        arg_fields = dict(startup.fields)
         args_source = f"start-up log ({logs.source})"
+        arg_fields, found = checked_copy(dict(startup.fields), args_source)
+        refused_figures += found
         if not startup.complete:
             warnings.append(f"start-up line is {startup.describe()}")
     server_args = ServerArgs.from_mapping(arg_fields).bind("server_args", args_source, facts.target)
@@ -182,6 +211,7 @@ def _normalise(facts: Facts) -> Snapshot:
         return None
 
     pick = _Pick()
+    pick.refused_at = {fault.split(" = ", 1)[0]: fault for fault in refused_figures}
     if version:
         pick.set("sglang_version", (str(version), f"{where_si} version" if info.get("version") else "/v1/loads version"))
 
@@ -217,7 +247,7 @@ def _normalise(facts: Facts) -> Snapshot:
         arg("chunked_prefill_size"),
         (capacity.get("chunked_prefill_size") if capacity else None, cap_src),
     )
-    models = facts.body("models")
+    models = bodies.get("models")
     model_len = None
     if isinstance(models, dict) and isinstance(models.get("data"), list) and models["data"]:
         first = models["data"][0]
@@ -274,6 +304,8 @@ def _normalise(facts: Facts) -> Snapshot:
     effective = Effective(target=facts.target, **pick.values, provenance=pick.provenance).bind(
         "effective", "normalised", facts.target
     )
+    refused_figures = list(dict.fromkeys(refused_figures + pick.refused))
+    warnings += [f"{fault}: refused, not used" for fault in refused_figures]
     return Snapshot(
         target=facts.target,
         version=str(version) if version else None,
@@ -288,6 +320,7 @@ def _normalise(facts: Facts) -> Snapshot:
         loads=loads,
         warnings=warnings,
         launch_command_refused=refused,
+        refused=refused_figures,
     )
 
 

@@ -21,6 +21,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from pytest_sglang.parse.shellscript import mark
 from pytest_sglang.parse.shellwords import ShellSyntaxError, simple_commands
 from pytest_sglang.base.secrets import clip
 
@@ -58,6 +59,8 @@ class ListForm:
     candidates: list[Candidate] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    # What the reader assumed, said to the user with the findings (a default compose would use).
+    assumed: list[str] = field(default_factory=list)
 
 
 def read_list_form(text: str) -> ListForm | None:
@@ -73,8 +76,10 @@ def read_list_form(text: str) -> ListForm | None:
         _check_depth(body)
         if form == "Python list":
             result.candidates = _python(body, result.notes)
+            for candidate in result.candidates:  # a "$X" in a list is most often a template's: not known
+                candidate.words = [_compose_text(word, [], known=False, escapes=False) if "$" in word else word for word in candidate.words]
         else:
-            result.candidates = _yaml(body, result.notes)
+            result.candidates = _yaml(body, result.notes, result.assumed)
     except ListFormError as exc:
         if not surely:
             return None  # text that only may be a list (code, a bullet list): read it as shell text
@@ -90,6 +95,99 @@ def read_list_form(text: str) -> ListForm | None:
             result.candidates = []
             break
     return result
+
+
+# What a manifest is: compose interpolates ${VAR} and $VAR in its values (with ${VAR:-default});
+# Kubernetes replaces $(VAR) in command and args with the container's env (and nothing else).
+_COMPOSE = re.compile(r"^(?:services|x-[\w-]+) *:|^ +(?:environment|restart|entrypoint|healthcheck|deploy|depends_on) *:", re.M)
+_KUBERNETES = re.compile(r"^ *(?:- +)?(?:apiVersion|kind|containers|initContainers|args) *:", re.M)
+_K8S_VAR = re.compile(r"\$\$\(|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+class _Manifest:
+    """How the tool that runs a YAML manifest makes its words: compose interpolates its values
+    (a default the file gives is used, a variable without one is not known); Kubernetes replaces
+    ``$(VAR)`` in command and args with the container's ``env`` (a name it does not set there is
+    not known: ``envFrom`` and ``valueFrom`` are not read); a YAML list of neither kind keeps its
+    ``$`` parts not known. A part not known travels as a shell reader's mark, never judged."""
+
+    def __init__(self, body: str, notes: list[str]) -> None:
+        self.kubernetes = bool(_KUBERNETES.search(body))
+        self.compose = not self.kubernetes and bool(_COMPOSE.search(body))
+        self.notes = notes
+        self.defaulted: list[str] = []
+
+    def words(self, value: str | list[str], env: dict[str, str]) -> list[str]:
+        """A container's ``command`` or ``args``: a list of words, or a command line (split
+        after compose's interpolation, as compose splits it)."""
+        if isinstance(value, str):
+            return _shell_words(self.text(value, env))
+        return [self.text(word, env) for word in value]
+
+    def text(self, text: str, env: dict[str, str]) -> str:
+        if "$" not in text:
+            return text
+        if self.kubernetes:
+            return _K8S_VAR.sub(lambda m: _k8s(m, env), text)
+        return _compose_text(text, self.defaulted, known=self.compose)
+
+    def note(self) -> None:
+        if self.defaulted:
+            names = list(dict.fromkeys(self.defaulted))
+            shown = ", ".join(f"`${name}`" for name in names)
+            self.notes.append(f"{shown} {'is' if len(names) == 1 else 'are'} set where compose runs, not in this file: the defaults the file gives are used")
+
+
+def _k8s(match: re.Match[str], env: dict[str, str]) -> str:
+    if match.group(0) == "$$(":
+        return "$("
+    name = match.group(1)
+    return env[name] if name in env else mark("E", match.group(0))
+
+
+def _compose_text(text: str, defaulted: list[str], *, known: bool, escapes: bool = True) -> str:
+    """``text`` with compose's interpolation done: ``$$`` is ``$``; ``${VAR:-d}`` / ``${VAR-d}``
+    is its default ``d`` (itself interpolated) when ``known`` (a compose file); any other
+    ``${...}`` or ``$VAR`` is not known."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        j = text.find("$", i)
+        if j < 0:
+            out.append(text[i:])
+            break
+        out.append(text[i:j])
+        if text.startswith("$$", j):
+            out.append("$" if escapes else "$$")
+            i = j + 2
+        elif text.startswith("${", j):
+            end, depth = j + 2, 1
+            while end < len(text) and depth:
+                if text.startswith("${", end):
+                    depth, end = depth + 1, end + 2
+                    continue
+                depth -= text[end] == "}"
+                end += 1
+            if depth:  # no closing brace: compose refuses the file; the rest is not known
+                out.append(mark("E", text[j:]))
+                break
+            body = text[j + 2 : end - 1]
+            parts = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(:?-)(.*)\Z", body, re.S)
+            if known and parts:
+                defaulted.append(parts.group(1))
+                out.append(_compose_text(parts.group(3), defaulted, known=known, escapes=escapes))
+            else:
+                out.append(mark("E", text[j:end]))
+            i = end
+        else:
+            name = re.match(r"[A-Za-z_][A-Za-z0-9_]*", text[j + 1 :])
+            if name:
+                out.append(mark("E", "$" + name.group(0)))
+                i = j + 1 + name.end()
+            else:
+                out.append("$")
+                i = j + 1
+    return "".join(out)
 
 
 def _characters(text: str) -> str:
@@ -295,13 +393,14 @@ class _Key:
     value: object  # list[str] (command, args), dict[str, str] (env), or str (a command line)
 
 
-def _yaml(body: str, notes: list[str]) -> list[Candidate]:
+def _yaml(body: str, notes: list[str], assumed: list[str]) -> list[Candidate]:
     lines = body.replace("\t", "    ").splitlines()
+    manifest = _Manifest(body, assumed)
     if body.startswith("["):
         words, end = _flow(lines, 0, 0, notes)
         if any(_content(line) for line in lines[end:]):
             raise ListFormError("there is text after the list")
-        return [Candidate(words=words)]
+        return [Candidate(words=manifest.words(words, {}))]
     first = _ITEM.match(lines[0])
     if first and not _KEY.match(lines[0]):
         try:
@@ -310,7 +409,7 @@ def _yaml(body: str, notes: list[str]) -> list[Candidate]:
             return []  # a Markdown bullet list, not an argv
         if any(_content(line) for line in lines[end:]) or len(words) < 2 or not any(w.startswith("--") for w in words):
             return []  # a Markdown bullet list (of commands), not an argv
-        return [Candidate(words=words)]
+        return [Candidate(words=manifest.words(words, {}))]
     keys: list[_Key] = []
     i = 0
     while i < len(lines):
@@ -334,10 +433,12 @@ def _yaml(body: str, notes: list[str]) -> list[Candidate]:
         else:
             value, i = _block(lines, i + 1, None, notes, parent=column)
         keys.append(_Key(start=start, end=i, indent=indent, column=column, key=key, value=value))
-    return _containers(keys, lines)
+    found = _containers(keys, lines, manifest)
+    manifest.note()
+    return found
 
 
-def _containers(keys: list[_Key], lines: list[str]) -> list[Candidate]:
+def _containers(keys: list[_Key], lines: list[str], manifest: _Manifest) -> list[Candidate]:
     """Keys of one mapping (one container) together: same column, no line between them less
     indented than it, no key twice."""
     groups: list[list[_Key]] = []
@@ -358,15 +459,14 @@ def _containers(keys: list[_Key], lines: list[str]) -> list[Candidate]:
         parts = {k.key: k.value for k in group}
         if "command" not in parts and "args" not in parts:
             continue
+        env = parts.get("env") or parts.get("environment") or {}
+        env = dict(env) if isinstance(env, dict) else {}
         words: list[str] = []
         for name in ("command", "args"):
             value = parts.get(name)
-            if isinstance(value, str):
-                words += _shell_words(value)
-            elif isinstance(value, list):
-                words += value
-        env = parts.get("env") or parts.get("environment") or {}
-        out.append(Candidate(words=words, env=dict(env) if isinstance(env, dict) else {}))
+            if isinstance(value, (str, list)):
+                words += manifest.words(value, env)
+        out.append(Candidate(words=words, env=env))
     return out
 
 

@@ -84,6 +84,8 @@ class LogSource:
             raise SpecError(
                 f"--sglang-logs {text!r}: write journald:UNIT, file:PATH, docker:NAME, kubectl:NAMESPACE/POD or cmd:COMMAND"
             )
+        if kind == "file" and target.strip() == "-":
+            raise SpecError(f"--sglang-logs {text!r}: give the path of the SGLang log on the host (standard input is not read)")
         if kind == "kubectl" and target.count("/") not in (1, 2):
             raise SpecError(f"--sglang-logs {text!r}: write kubectl:NAMESPACE/POD (or NAMESPACE/POD/CONTAINER)")
         return cls(kind=kind, target=target)

@@ -16,8 +16,9 @@ import shlex
 from typing import Any, Iterable
 
 from pytest_sglang.base.argv import ENV_ASSIGNMENT
+from pytest_sglang.parse.quoted import replace_quoted
 from pytest_sglang.parse.shellwords import split_words
-from pytest_sglang.base.secrets import MIN_LENGTH, REDACTED, forms, note_found
+from pytest_sglang.base.secrets import MIN_LENGTH, REDACTED, forms, note_found, remove
 from pytest_sglang.base.secrets import scrub as _scrub
 
 
@@ -155,20 +156,16 @@ def redact_mapping(data: Any) -> Any:
 
 
 def _spellings(values: Iterable[str]) -> list[str]:
-    """Every spelling of each value (:func:`~pytest_sglang.base.secrets.forms`), each value's longest
-    first: what :func:`_replaced` searches for."""
-    kept = dict.fromkeys(v for v in values if isinstance(v, str) and len(v.strip()) >= MIN_LENGTH and REDACTED not in v)
-    return list(dict.fromkeys(form for value in kept for form in sorted(forms(value), key=len, reverse=True)))
+    """The values worth looking for elsewhere (long enough, not a ``<redacted>`` already): what
+    :func:`_replaced` removes, in every spelling."""
+    return list(dict.fromkeys(v for v in values if isinstance(v, str) and len(v.strip()) >= MIN_LENGTH and REDACTED not in v))
 
 
-def _replaced(text: str, spellings: list[str]) -> str:
-    """``text`` without the registered secrets and these spellings. Plain searches, no pattern:
-    a value a host sends may be megabytes long, and compiling a pattern of it costs far more."""
-    text = scrub(text)
-    for form in spellings:
-        if form in text:
-            text = text.replace(form, REDACTED)
-    return text
+def _replaced(text: str, known: list[str]) -> str:
+    """``text`` without the registered secrets and these values, in every spelling the scrubber
+    knows. Plain searches (:func:`~pytest_sglang.base.secrets.remove`), no pattern: a value a
+    host sends may be megabytes long, and compiling a pattern of it costs far more."""
+    return remove(text, known)
 
 
 def _redacted(data: Any, known: list[str], found: list[str] | None = None, depth: int = 1) -> Any:
@@ -249,17 +246,23 @@ def word_secrets(word: str) -> list[str]:
     return found
 
 
-def _redact_command(command: str, depth: int, found: list[str] | None) -> str:
+def _redact_command(command: str, depth: int, found: list[str] | None, known: tuple[str, ...] = ()) -> str:
+    here: list[str] = []
+
     def removed(value: str) -> None:
         note_found(value)
-        if found is not None and value:
-            found.append(value)
+        if value:
+            here.append(value)
 
     try:
         words = split_words(command)
     except ValueError:
         words = command.split()
     secret = _secret_positions(words)
+    # The values of this command's secret flags, known before any other word is split or quoted:
+    # a word that holds one escaped (``--chat-template "it\\'s-a-key"``) or with spaces loses it
+    # first, before quoting or reading it as a command could cut it into pieces no scrubber finds.
+    known = known + tuple(words[i].partition("=")[2] if inline else words[i] for i, inline in secret.items())
     out: list[str] = []
     for i, word in enumerate(words):
         name, _, value = word.partition("=")
@@ -272,12 +275,14 @@ def _redact_command(command: str, depth: int, found: list[str] | None) -> str:
         elif ENV_ASSIGNMENT.match(word) and ENV_ASSIGNMENT.match(value) and is_secret_env(value.partition("=")[0]):
             removed(value.partition("=")[2])  # systemd's Environment=HF_TOKEN=X
             out.append(f"{name}={value.partition('=')[0]}={REDACTED}")
-        elif _holds_mapping(word):  # --json-model-override-args '{"hf_token": "..."}'
+        elif _holds_mapping(word := _replaced(word, _spellings(known + tuple(here)))):  # --json-model-override-args '{"hf_token": "..."}'
             out.append(_redact_mapping_text(word, depth, removed))
         elif depth < 3 and len(word.split()) > 1 and ("-" in word or "=" in word):
-            out.append(_Embedded(_redact_command(word, depth + 1, found)))  # sh -c "...", a wrapper's argument
+            out.append(_Embedded(_redact_command(word, depth + 1, here, known + tuple(here))))  # sh -c "...", a wrapper's argument
         else:
             out.append(word)
+    if found is not None:
+        found.extend(here)
     return " ".join(w if isinstance(w, _Embedded) or w == REDACTED or w.endswith("=" + REDACTED) else shlex.quote(w) for w in out)
 
 
@@ -409,10 +414,11 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     return _scrub(text, secrets)
 
 
-_QUOTED = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\""""
 # Any field or flag in these shapes; is_secret_key and _FLAG_SECRET decide which are secrets.
-_REPR_FIELD = re.compile(rf"\b(\w+)=({_QUOTED})")  # ServerArgs(api_key='...')
-_DICT_FIELD = re.compile(rf"""(['"])(\w+)\1(\s*:\s*)({_QUOTED})""")  # {'api_key': '...'}
+# A field's quoted value is read by replace_quoted: a pattern for it kept a record per character
+# (270 bytes of memory per byte of a long value).
+_REPR_FIELD = re.compile(r"""\b(\w+)=(?=['"])""")  # ServerArgs(api_key='...')
+_DICT_FIELD = re.compile(r"""(['"])(\w+)\1(\s*:\s*)(?=['"])""")  # {'api_key': '...'}
 _CLI_FLAG = re.compile(r"(--[\w-]+)([=\s\x00])([^\s\x00]+)")  # --api-key x (also NUL-separated, as in /proc/PID/cmdline)
 
 
@@ -421,9 +427,12 @@ def redact_log_line(line: str) -> str:
     ``'api_key': 'x'`` in the dict line, ``--api-key x`` in a logged command line."""
     if "key" not in line and "password" not in line and "token" not in line and "secret" not in line and "--" not in line:
         return line
-    line = _REPR_FIELD.sub(lambda m: f"{m.group(1)}='{REDACTED}'" if is_secret_key(m.group(1)) else m.group(0), line)
-    line = _DICT_FIELD.sub(
-        lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}'{REDACTED}'" if is_secret_key(m.group(2)) else m.group(0),
+    line = replace_quoted(line, _REPR_FIELD, lambda m: f"{m.group(1)}='{REDACTED}'" if is_secret_key(m.group(1)) else None)
+    line = replace_quoted(
         line,
+        _DICT_FIELD,
+        lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}'{REDACTED}'" if is_secret_key(m.group(2)) else None,
     )
+    if not any(is_secret_flag(m.group(1)) for m in _CLI_FLAG.finditer(line)):
+        return line  # not a copy of a long line that holds no secret
     return _CLI_FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}" if is_secret_flag(m.group(1)) else m.group(0), line)

@@ -233,7 +233,8 @@ _SHELL_PLAIN = re.compile(r"[^\\'\" \t\r\n<>&|;#]+")
 
 
 def _unwrap(text: str) -> str:
-    """Markdown around a pasted command: code fences, surrounding backticks, a ``$`` prompt."""
+    """Markdown around a pasted command: code fences, surrounding backticks, a ``$`` prompt
+    (each code fence becomes a line break)."""
     text = text.replace("```", "\n")
     if text.count("`") == 2:
         before, inside, _after = text.split("`")
@@ -248,3 +249,6 @@ def _unwrap(text: str) -> str:
             line = stripped[2:]
         lines.append(line)
     return "\n".join(lines)
+
+
+unwrap_markdown = _unwrap

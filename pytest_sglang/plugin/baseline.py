@@ -126,6 +126,8 @@ def pytest_configure(config: pytest.Config) -> None:
             "update baselines locally, or pass --sglang-update-baseline=force"
         )
     if option_dir:
+        if str(option_dir).strip() == "-":
+            raise pytest.UsageError("--sglang-baseline -: give the baseline folder (standard input is not read)")
         directory = Path(option_dir)
         if not directory.is_absolute():
             directory = Path(config.invocation_params.dir) / directory

@@ -96,6 +96,8 @@ class BenchPlugin:
         # Where nobody watches (CI), an unmeasured gate must not look green.
         self.inconclusive_fails = inconclusive == "fail" or (inconclusive is None and ci_set())
         self.inconclusive: list[str] = []
+        # Figures a server answered that are none (NaN, an infinity, out of range): HOST: LEVEL: FAULT.
+        self.refused: list[str] = []
         self.failed_hosts: dict[str, str] = {}
         self.notes: list[str] = []
         self._shared: Path | None = None
@@ -161,6 +163,10 @@ class BenchPlugin:
         for name, record in report.user_properties:
             if name == INCONCLUSIVE_PROPERTY:
                 self.inconclusive.append(f"{report.nodeid}: {record}")
+            if name == BENCH_PROPERTY and report.when == "call" and isinstance(record, dict):
+                for level in record.get("levels") or ():
+                    faults = level.get("refused") or () if isinstance(level, dict) else ()
+                    self.refused += [f"{record.get('target') or report.nodeid}: {level.get('name')}: {fault}" for fault in faults]
         if not report.failed:
             return
         for name, record in report.user_properties:
@@ -196,6 +202,10 @@ class BenchPlugin:
 
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.refused:
+            terminalreporter.section("SGLang figures refused (the report's verdict is not promote)", yellow=True)
+            for line in dict.fromkeys(self.refused):
+                terminalreporter.write_line(scrub(line))
         if self.inconclusive:
             verb = "failed" if self.inconclusive_fails else "skipped, not passed"
             terminalreporter.section(f"SGLang benchmarks not measured ({verb})", yellow=True)

@@ -22,6 +22,7 @@ from pytest_sglang.judge.bench.api import INCONCLUSIVE_RERUNS, Bench, BenchFaile
 from pytest_sglang.judge.bench.expect import request_failures
 from pytest_sglang.judge.bench.compare import BENCH_BASELINE_KIND, DEFAULT_METRICS, BenchBaselineError, MetricChange, baseline_entry
 from pytest_sglang.model.bench import BaselineRepeats, BenchResult
+from pytest_sglang.model.numbers import FIGURE
 from pytest_sglang.base.secrets import clip
 
 
@@ -146,19 +147,15 @@ def _entry_problem(entry: Any) -> str | None:
         if not isinstance(figures, dict):
             return f"level {clip(level, 60, ellipsis='...')!r} is not an object of figures"
         for metric, values in figures.items():
-            if not isinstance(values, list) or not all(_figure(v) for v in values):
-                return f"level {clip(level, 60, ellipsis='...')!r}: {clip(metric, 60, ellipsis='...')} is not a list of numbers"
+            where = f"level {clip(level, 60, ellipsis='...')!r}: {clip(metric, 60, ellipsis='...')}"
+            if not isinstance(values, list):
+                return f"{where} is not a list of numbers"
+            # Each stored figure as every figure is checked where it enters: NaN, an infinity
+            # or a number past 2^53 is named, never compared with.
+            fault = next((f for f in (FIGURE.refusal(f"{where}[{i}]", v) for i, v in enumerate(values)) if f), None)
+            if fault is not None:
+                return fault
     return None
-
-
-def _figure(value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        float(value)
-    except OverflowError:  # an integer of hundreds of digits
-        return False
-    return True
 
 
 def _write(path: Path, data: dict[str, Any], key: str) -> None:

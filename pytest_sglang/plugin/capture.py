@@ -57,6 +57,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     folder = _capture_dir(config)
     if folder is None or hasattr(config, "workerinput"):
         return  # under xdist only the controller writes, once
+    from pytest_sglang.base.files import FileError
     from pytest_sglang.plugin.checks import session_state
     from pytest_sglang.render.capture import safe_file_name, write_capture
 
@@ -74,6 +75,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             write_capture(state.target(spec), folder / name)
         except SGLangError as exc:
             lines.append(f"{spec.display}: not captured: {exc}")
+            if isinstance(exc, FileError) and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a capture asked for and not written fails the run
             continue
         lines.append(f"{spec.display}: captured to {folder / name}")
     if not specs:

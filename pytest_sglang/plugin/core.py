@@ -4,7 +4,6 @@ Everything it hands to tests comes from the library (:class:`pytest_sglang.targe
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any, Generator, Iterator
 
 import pytest
@@ -117,11 +116,11 @@ class SGLangPlugin:
                 if problem:  # one usage error now, not the same setup error in every test
                     raise pytest.UsageError(problem)
         self.specs = specs
-        from pytest_sglang.base.secrets import register
+        from pytest_sglang.target.spec import register_secrets
 
-        # Keys named by ?api_key_env= are secrets from the start, whatever later prints them.
-        register(*(os.environ.get(spec.options["api_key_env"], "") for spec in specs if "api_key_env" in spec.options))
-        register(*(secret for spec in specs for secret in spec.secrets))
+        # The api key and the keys the specs name are secrets from the start, whatever later
+        # prints them; `pytest-sglang report` registers the same ones.
+        register_secrets(specs, setting(config, "sglang_api_key", "SGLANG_API_KEY"))
         sm_text = setting(config, "sglang_sm")
         try:
             sm = sm_from_capability(sm_text) if sm_text else None

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pytest_sglang.base import reads as _reads
 from pytest_sglang.base.errors import SpecError
-from pytest_sglang.model.gpu import capability_string, parse_sm_spec
+from pytest_sglang.model.gpu import amd_gpu, capability_string, parse_sm_spec
 from pytest_sglang.model.versions import parse_version, version_spec
 
 if TYPE_CHECKING:
@@ -28,6 +28,10 @@ class Marker:
 def _sm_check(target: Target, args: tuple[Any, ...]) -> str | None:
     spec = parse_sm_spec(*args)
     eff = target.effective
+    amd = amd_gpu(eff.gpu_name) if eff.sm is None else None
+    if amd is not None:  # an NVIDIA compute capability never matches an AMD GPU
+        target_words = f"{amd.name}, ROCm" + (f", {amd.gfx}" if amd.gfx else "")
+        return f"requires_sm({spec.text}): {target.name} runs on an AMD GPU ({target_words}; {eff.source_of('gpu_name')}), which has no NVIDIA compute capability"
     if eff.sm is None:
         return f"requires_sm({spec.text}): the GPU architecture of {target.name} is unknown: {target.gpu_unknown_reason()}"
     if spec.matches(eff.sm):

@@ -48,10 +48,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("sglang_report_md", "path of the Markdown report", default="")
 
 
-def _path(config: pytest.Config, name: str, option: str) -> Path | None:
-    value = setting(config, name)
+def _path(config: pytest.Config, name: str, option: str, early: Any = None) -> Path | None:
+    """The report path a setting names, absolute. ``early``: the options pytest has parsed so
+    far (before the whole command line is), read instead of the final ones."""
+    if early is None:
+        value = setting(config, name)
+    else:
+        value = getattr(early, name, None) or str(config.getini(name) or "").strip() or None
     if not value:
         return None
+    if str(value).strip() == "-":
+        raise pytest.UsageError(f"{option} -: give a file path (a report is written to a file, not to standard output)")
     path = Path(os.path.expanduser(str(value)))
     if not path.is_absolute():
         path = Path(config.invocation_params.dir) / path
@@ -87,33 +94,139 @@ class ReportCollector:
         elif report.skipped:
             self.collect_skipped += 1
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        from pytest_sglang.plugin.report_build import build_report
-        from pytest_sglang.render.report.write import write_reports
+    # A wrapper, innermost: what follows the yield runs after every other plugin's
+    # sessionfinish (a capture or a baseline that could not be written fails the run there),
+    # and before the terminal summary prints these messages.
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None, Any, None]:
+        yield
+        from pytest_sglang.plugin.report_build import EXIT_MEANING, build_report
+        from pytest_sglang.render.report.write import write_report_files
 
-        # session.exitstatus: what pytest will exit with, after the hooks before this one
-        # (this one runs last) had their say.
         status = int(getattr(session, "exitstatus", exitstatus))
         document = build_report(self.config, self.reports, self.collect_errors, status, self.collect_skipped)
-        problems = write_reports(document, self.json_path, self.md_path, self.html_path)
-        for path in (self.json_path, self.html_path, self.md_path):
-            if path is not None and not any(str(path) in p for p in problems):
-                self.messages.append(f"sglang: report written to {path}")
-        self.messages += [f"sglang: {problem}" for problem in problems]
+        # The JSON report, the one CI reads the verdict from, is written last, and only with
+        # a verdict that holds once every other report is written.
+        problems = write_report_files(document, None, self.md_path, self.html_path)
+        if not problems:
+            problems = write_report_files(document, self.json_path, None, None)
+        written = [p for p in (self.json_path, self.html_path, self.md_path) if p is not None and p not in problems]
+        if problems:
+            # A report asked for and not written fails the run (as a baseline that cannot be
+            # written does); what was written says so, with the run's new exit status.
+            failed = status if status != 0 else int(pytest.ExitCode.TESTS_FAILED)
+            session.exitstatus = failed
+            document = build_report(self.config, self.reports, self.collect_errors, failed, self.collect_skipped)
+            generic = f"pytest exited with status {failed} ({EXIT_MEANING[failed]})" if status == 0 else None
+            reasons = [reason for reason in document["reasons"] if reason != generic]  # no test failed: the report is why
+            document["reasons"] = [f"report not written: {problem}" for problem in problems.values()] + reasons
+            again = write_report_files(
+                document, *(p if p in written else None for p in (self.json_path, self.md_path, self.html_path))
+            )
+            problems.update(again)
+            written = [p for p in written if p not in again]
+        self.messages += [f"sglang: report written to {path}" for path in written]
+        self.messages += [f"sglang: {problem}" for problem in problems.values()]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for line in self.messages:
             terminalreporter.write_line(line)
 
 
+OPTIONS = {"json": "--sglang-report-json", "md": "--sglang-report-md", "html": "--sglang-report-html"}
+_STARTED = pytest.StashKey[bool]()
+
+
+# As early as a plugin can: once pytest knows the options it can parse, before it parses the
+# rest of the command line. A report left by an earlier run is replaced before anything can end
+# this run (an option pytest does not know, a bad --sglang-host, a crash), and a path the writer
+# would refuse is a usage error before anything runs. (Under xdist each worker does it again,
+# with the same outcome: it runs long before the controller writes the run's reports.)
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    early = early_config.known_args_namespace
+    if getattr(early, "help", False) or getattr(early, "version", False) or getattr(early, "markers", False):
+        return  # pytest --help, --version and --markers run nothing and write nothing
+    _begin(early_config, early)
+
+
+def _begin(config: pytest.Config, early: Any = None) -> dict[str, Path | None]:
+    """The report paths; checked, and the placeholders written, once per process."""
+    paths = {kind: _path(config, f"sglang_report_{kind}", option, early) for kind, option in OPTIONS.items()}
+    named = {kind: path for kind, path in paths.items() if path is not None}
+    if named and not config.stash.get(_STARTED, False):
+        _check_paths(config, {OPTIONS[kind]: path for kind, path in named.items()}, early)
+        _start(config, named)
+        config.stash[_STARTED] = True
+    return paths
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    json_path = _path(config, "sglang_report_json", "--sglang-report-json")
-    md_path = _path(config, "sglang_report_md", "--sglang-report-md")
-    html_path = _path(config, "sglang_report_html", "--sglang-report-html")
-    if hasattr(config, "workerinput") or (json_path is None and md_path is None and html_path is None):
-        return  # only the controller writes, once
-    config.pluginmanager.register(ReportCollector(config, json_path, md_path, html_path), "sglang-report")
+    if hasattr(config, "workerinput") or config.option.help or getattr(config.option, "markers", False):
+        return  # only the controller writes, once; pytest --help and --markers run nothing
+    paths = _begin(config)  # done already, unless this plugin was registered after start-up
+    if any(path is not None for path in paths.values()):
+        config.pluginmanager.register(ReportCollector(config, paths["json"], paths["md"], paths["html"]), "sglang-report")
+
+
+def _check_paths(config: pytest.Config, paths: dict[str, Path], early: Any = None) -> None:
+    """Before anything runs, one usage line for: two outputs at one path (JUnit XML's
+    included), a path the writer would refuse (a link, a FIFO, a folder that is a link)."""
+    from pytest_sglang.base import files
+
+    named: list[tuple[str, str | os.PathLike[str]]] = [(f"{option} {path}", path) for option, path in paths.items()]
+    xml = getattr(early if early is not None else config.option, "xmlpath", None)
+    if xml:
+        junit = Path(os.path.expanduser(str(xml)))
+        named.append((f"--junitxml {xml}", junit if junit.is_absolute() else Path(config.invocation_params.dir) / junit))
+    try:
+        files.check_distinct(named)
+    except files.FileError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    for option, path in paths.items():
+        try:
+            files.check_writable(path, what="report")
+        except files.FileError as exc:
+            raise pytest.UsageError(f"{option}: {exc}") from None
+
+
+def _start(config: pytest.Config, paths: dict[str, Path]) -> None:
+    """Replace each report with the placeholder of a run that has not finished: a report left
+    by an earlier run must not survive this one, however this one ends (killed, interrupted, a
+    usage error later in start-up). The run's own reports replace it at its end."""
+    from pytest_sglang.render.report.write import write_report_files
+
+    problems = write_report_files(placeholder_document(), paths.get("json"), paths.get("md"), paths.get("html"), charts=False)
+    if problems:
+        raise pytest.UsageError(next(iter(problems.values())))
+
+
+# Short enough that the Markdown summary shows it whole.
+PLACEHOLDER_REASON = "this run has not written its report: it is still running, or it stopped before writing it (its output says why)"
+
+
+def placeholder_document() -> dict[str, Any]:
+    """The report a run writes when it starts: a valid report whose verdict is ``hold``, with
+    pytest's exit status for an interrupted run (2) and the reason."""
+    from datetime import datetime, timezone
+
+    from pytest_sglang import __version__
+    from pytest_sglang.plugin.report_build import REPORT_FORMAT
+
+    counts = dict.fromkeys(("failed", "passed", "skipped", "xfailed", "xpassed", "error"), 0)
+    return {
+        "format": REPORT_FORMAT,
+        "tool": {"name": "pytest-sglang", "version": __version__},
+        "created_at": datetime.now(timezone.utc).isoformat(),
+        "exit_status": int(pytest.ExitCode.INTERRUPTED),
+        "verdict": "hold",
+        "reasons": [PLACEHOLDER_REASON],
+        "counts": counts,
+        "hosts": [],
+        "run_checks": [],
+        "tests_without_host": [],
+        "collection_errors": [],
+    }
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

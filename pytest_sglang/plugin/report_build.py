@@ -24,6 +24,7 @@ import pytest
 from pytest_sglang.plugin.checks import CHECK_PROPERTY, session_state
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.base.secrets import clip, scrub, scrub_object
+from pytest_sglang.model.numbers import JSON_NUMBER, checked_copy
 from pytest_sglang.render.report.document import COUNT_KEYS, FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, bench_name
 from pytest_sglang.render.report.text import shorten
 
@@ -354,7 +355,29 @@ def _counts(entries: Iterable[dict[str, Any]], collect_errors: int = 0, collect_
 # something is not known yet (a benchmark that could not be measured, a host where nothing was
 # tested, an error-level explain finding no test checked), never PROMOTE; otherwise PROMOTE.
 # Per host likewise: held for what failed on it (only in a run that failed), inconclusive for
-# what is open on it, else promote.
+# what is open on it, else promote. A figure refused where it entered (a server's /metrics or
+# /server_info answering NaN, an infinity or a number out of range) is open: never promote.
+REFUSED_SHOWN = 3
+
+
+def refused_reasons(faults: list[str]) -> list[str]:
+    """The reasons a verdict gives for figures refused where they entered: the first few by
+    field and value, then how many more."""
+    faults = list(dict.fromkeys(faults))
+    out = [f"figure refused: {fault}" for fault in faults[:REFUSED_SHOWN]]
+    if len(faults) > REFUSED_SHOWN:
+        out.append(f"{len(faults) - REFUSED_SHOWN} more figure(s) refused")
+    return out
+
+
+def _bench_refused(benchmarks: Iterable[dict[str, Any]]) -> list[str]:
+    """Each refused figure of these benchmark records, with its benchmark and level."""
+    out: list[str] = []
+    for bench in benchmarks:
+        for level in bench.get("levels") or ():
+            for fault in level.get("refused") or () if isinstance(level, dict) else ():
+                out.append(f"{fault} (benchmark {bench_name(str(bench.get('test') or ''))}, {level.get('name')})")
+    return out
 
 
 def _verdict(exitstatus: int, failing: list[str], open_: list[str]) -> str:
@@ -400,6 +423,8 @@ def _host_section(state: Any, spec: HostSpec, tests: list[dict[str, Any]], check
         unread = check.get("unread")
         if isinstance(unread, dict) and spec.display in unread and not section["error"]:
             failing.append(f"not read by {check['check']}")
+    refused = list(target.snapshot.refused) if not section["error"] else []
+    open_ += refused_reasons(refused + _bench_refused(section["benchmarks"]))
     errors = [f for f in section["findings"] if f["severity"] == "error"]
     if errors:
         open_.append(f"{len(errors)} error-level explain finding(s) ({', '.join(f['id'] for f in errors[:3])}) that no test checks (add --sglang-lint)")
@@ -438,6 +463,7 @@ def build_report(config: pytest.Config, entries: list[dict[str, Any]], collect_e
     for test in other_tests:
         if test["inconclusive"]:
             (failing if test["outcome"] in FAILED_OUTCOMES else open_).append(f"{bench_name(test['nodeid'])} inconclusive: {test['inconclusive']}")
+    open_ += refused_reasons(_bench_refused(b for b in benchmarks if b.get("host") not in known))
     if collect_errors:
         failing.append(f"{len(collect_errors)} collection error(s)")
     if exitstatus != 0 and (exitstatus != 1 or not failing):
@@ -455,4 +481,24 @@ def build_report(config: pytest.Config, entries: list[dict[str, Any]], collect_e
         "tests_without_host": other_tests,
         "collection_errors": collect_errors,
     }
-    return scrub_object(_json_value(document))
+    return scrub_object(_finite(_json_value(document)))
+
+
+def _finite(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with any number JSON cannot hold (NaN, an infinity, an integer past 1e308)
+    left out and said: what reaches a writer or a renderer is always a number it can print.
+    Every figure is checked where it enters the model, so this finds nothing; it is the last
+    guard, so that the JSON report is written with ``allow_nan=False`` and never holds ``NaN``."""
+    clean, stray = checked_copy(document, "$", JSON_NUMBER, sep=".")
+    if not stray:
+        return dict(clean)
+    reasons = refused_reasons(stray)
+    for index, host in enumerate(clean.get("hosts") or ()):
+        mine = [fault for fault in stray if fault.startswith(f"$.hosts[{index}].")]
+        if mine and host.get("verdict") == PROMOTE:
+            host["verdict"] = INCONCLUSIVE
+        host["reasons"] = [*host.get("reasons", []), *refused_reasons(mine)] if mine else host.get("reasons", [])
+    clean["reasons"] = [*clean.get("reasons", []), *reasons]
+    if clean.get("verdict") == PROMOTE:
+        clean["verdict"] = INCONCLUSIVE
+    return dict(clean)

@@ -50,6 +50,7 @@ def render_result(result: BenchResult) -> str:
             lines.append(f"    goodput {_n(level.goodput, 2)} req/s ({_n((level.goodput_fraction or 0) * 100, 0)}% of requests met the SLOs)")
         if level.server is not None and level.server.note:
             lines.append(f"    server: {level.server.note}")
+        lines += [f"    refused: {fault}" for fault in level.refused]
         lines += [f"    note: {note}" for note in level.notes]
         lines += [f"    error: {error}" for error in level.errors]
     return "\n".join(lines)

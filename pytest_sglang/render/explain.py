@@ -25,7 +25,8 @@ def _findings_text(explanation: Explanation, *, verbose: bool = False, width: in
     explanation, the facts used and the source references."""
     accepted = set(accepted)
     lines = [headline(explanation)]
-    lines += [f"  note: {note}" for note in explanation.notes]
+    # A note that is a warning (a GPU name the catalog does not hold) says so itself.
+    lines += [f"  {note}" if note.startswith("warning: ") else f"  note: {note}" for note in explanation.notes]
     indent = " " * 11
     for finding in explanation.findings:
         mark = " (accepted)" if finding.lint and is_accepted(finding, accepted) else ""
@@ -39,6 +40,9 @@ def _findings_text(explanation: Explanation, *, verbose: bool = False, width: in
             lines.append(f"{indent}log: {_clip(finding.log_line, 240)}")
         if finding.log_note:
             lines.append(f"{indent}misleading log: {finding.log_note}")
+        if finding.chain:
+            steps = [f"{'unknown' if s['value'] is None else short_repr(s['value'], 40)} [{s['rule']}]" for s in finding.chain]
+            lines.append(f"{indent}set in turn: {', then '.join(steps)}")
         if finding.not_cause_of:
             lines.append(f"{indent}not the cause of: {', '.join(finding.not_cause_of)}")
         if finding.knobs:

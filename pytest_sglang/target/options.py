@@ -88,6 +88,8 @@ class TargetOptions:
         for option, named in (("--sglang-ssh-known-hosts", self.ssh_known_hosts), ("--sglang-ssh-config", self.ssh_config)):
             if named:
                 file = Path(named).expanduser()
+                if named.strip() == "-":
+                    raise SpecError(f"{option} -: give the file (standard input is not read)")
                 if file.is_dir():
                     raise SpecError(f"{option} {named} is a directory: give the file")
                 if not file.exists():

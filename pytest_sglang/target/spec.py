@@ -14,12 +14,14 @@ in a test id); ``?ssh=root@gpu1`` (or ``?ssh=local``), ``?unit=sglang.service`` 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
+from typing import Iterable
 from urllib.parse import parse_qsl, urlsplit
 
 from pytest_sglang.base.errors import SpecError
-from pytest_sglang.base.secrets import clip
+from pytest_sglang.base.secrets import clip, register
 
 SCHEMES = ("http", "https", "sim")
 # Query keys each scheme accepts; later transports add theirs here.
@@ -91,6 +93,38 @@ def parse_specs(texts: list[str]) -> list[HostSpec]:
             differ = sorted(k for k in seen.options.keys() | spec.options.keys() if seen.options.get(k) != spec.options.get(k))
             raise SpecError(f"--sglang-host {spec.display} is given twice with different options ({', '.join(differ)}): give it once")
     return list(specs.values())
+
+
+# The environment variables that hold a key before any host is read: the api key the plugin
+# and the command line send, and the simulator's admin key.
+SECRET_ENVIRONMENT = ("SGLANG_API_KEY", "PYTEST_SGLANG_SIM_ADMIN_API_KEY")
+
+
+def register_secrets(specs: Iterable[HostSpec] = (), api_key: str | None = None) -> None:
+    """Make secrets, before anything is read or written, of every key a run knows from its
+    options and its environment: ``api_key`` (``--sglang-api-key``), the variables of
+    :data:`SECRET_ENVIRONMENT`, the variable each spec's ``?api_key_env=`` names, and the keys a
+    spec carries (``sim://...?api_key=``). The plugin and ``pytest-sglang report`` both call
+    it, so a report rendered later scrubs what the run scrubbed."""
+    specs = list(specs)
+    register(
+        api_key,
+        *(os.environ.get(name) for name in SECRET_ENVIRONMENT),
+        *(os.environ.get(spec.options["api_key_env"]) for spec in specs if "api_key_env" in spec.options),
+        *(secret for spec in specs for secret in spec.secrets),
+    )
+
+
+def environment_specs() -> list[HostSpec]:
+    """The specs ``SGLANG_HOST`` names, those that parse (for their secrets only: a spec that
+    does not parse is the run's error to report, not a later reader's)."""
+    specs = []
+    for text in os.environ.get("SGLANG_HOST", "").split():
+        try:
+            specs.append(parse_spec(text))
+        except SpecError:
+            continue
+    return specs
 
 
 def parse_spec(text: str) -> HostSpec:

@@ -664,6 +664,26 @@ def load_assignments(path: Path = DATA) -> Data:
 
 VALUE_KINDS = ("override", "cap")  # the kinds of rule that say what value SGLang sets
 
+# The fields a sizing or a CUDA graph test reads, by what the test is about. Every NVIDIA
+# assignment to them is covered by a rule (tests/test_postinit_coverage.py holds it); the other
+# platforms' branches are counted apart.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "running requests": ("max_running_requests",),
+    "CUDA graphs": (
+        "disable_cuda_graph", "cuda_graph_max_bs", "cuda_graph_bs", "cuda_graph_config", "cuda_graph_backend_prefill",
+        "cuda_graph_backend_decode", "cuda_graph_max_bs_prefill", "cuda_graph_max_bs_decode", "cuda_graph_bs_prefill",
+        "cuda_graph_bs_decode", "disable_prefill_cuda_graph", "disable_decode_cuda_graph", "disable_piecewise_cuda_graph",
+        "enable_piecewise_cuda_graph", "enforce_piecewise_cuda_graph", "piecewise_cuda_graph_tokens",
+        "piecewise_cuda_graph_max_tokens", "piecewise_cuda_graph_compiler", "disable_cuda_graph_padding",
+        "enable_breakable_cuda_graph",
+    ),
+    "chunked prefill": ("chunked_prefill_size",),
+    "attention backend": ("attention_backend", "prefill_attention_backend", "decode_attention_backend"),
+    "overlap schedule": ("disable_overlap_schedule",),
+    "radix cache": ("disable_radix_cache", "mamba_scheduler_strategy", "mamba_radix_cache_strategy"),
+    "page size": ("page_size",),
+}  # fmt: skip
+
 
 def rule_field(setting: str) -> str:
     """The ``ServerArgs`` field a rule's setting is about: ``runtime.max_running_requests`` ->
@@ -702,6 +722,47 @@ class Table:
 
     def uncovered(self, version: str) -> list[dict[str, Any]]:
         return [a for a in self.items[version] if not a["rules"] and "reason" not in a]
+
+    def by_group(self, version: str) -> dict[str, tuple[int, int]]:
+        """Per field group in a release: (assignments in scope no rule covers, assignments in a
+        branch for another platform). A rule about a field covers its assignments per field,
+        another platform's branch included; those branches are counted apart, whatever covers
+        their field."""
+        out = {}
+        for group, fields in GROUPS.items():
+            mine = [a for a in self.items[version] if a["field"] in fields]
+            out[group] = (sum(not a["rules"] and "reason" not in a for a in mine), sum(a.get("reason") == "platform" for a in mine))
+        return out
+
+
+SITE_SLACK = 25  # lines either side of a rule's cited lines, as the lock places them in a release
+
+
+def near_a_source(kb: kb_module.KnowledgeBase, item: dict[str, Any], version: str) -> bool:
+    """Whether one of the rules that cover an assignment's field cites the place it is at: a
+    source in its file whose lines, moved to the release by the lock, are within ``SITE_SLACK``
+    lines of it. Stricter than the field-level count (a rule about a field covers all its
+    assignments): an assignment no rule cites near is a branch no rule describes."""
+    rules = {r.id: r for r in kb.rules if r.id in item["rules"]}
+    for rule in rules.values():
+        for source in rule.sources:
+            if source.absent or source.file != item["file"]:
+                continue
+            here, cited = kb.line_of(source, version), kb.line_of(source, source.release)
+            if here is None or cited is None:
+                continue
+            if here + source.lines[0] - cited - SITE_SLACK <= item["line"] <= here + source.lines[1] - cited + SITE_SLACK:
+                return True
+    return False
+
+
+def by_site(table: Table, kb: kb_module.KnowledgeBase, version: str) -> dict[str, list[dict[str, Any]]]:
+    """Per field group in a release: the NVIDIA assignments in scope that a rule covers by field
+    but no covering rule cites near (:func:`near_a_source`)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for group, fields in GROUPS.items():
+        out[group] = [a for a in table.items[version] if a["field"] in fields and a["rules"] and "reason" not in a and not near_a_source(kb, a, version)]
+    return out
 
 
 def measure(data: Data, kb: kb_module.KnowledgeBase | None = None) -> Table:
@@ -744,11 +805,29 @@ def _ranges(versions: list[str], every: list[str]) -> str:
     return ", ".join(out)
 
 
-def render(table: Table) -> str:
+def render(table: Table, kb: kb_module.KnowledgeBase | None = None) -> str:
     """The generated block of docs/explain-coverage.md."""
+    kb = kb if kb is not None else kb_module.load()
     every = [row.release for row in table.rows]
     lines = [BEGIN, "", "| release | assignments | covered | out of scope | uncovered | coverage |", "|---|---:|---:|---:|---:|---:|"]
     lines += [f"| {r.release} | {r.assignments} | {r.covered} | {r.out_of_scope} | {r.uncovered} | {r.percent}% |" for r in table.rows]
+    groups = list(GROUPS)
+    lines += ["", "The fields a sizing or CUDA graph test reads, by field group: the NVIDIA assignments no rule covers, "
+              "then in brackets the assignments in branches for other platforms (AMD/HIP, NPU, XPU, CPU), which "
+              "the NVIDIA rules do not judge:", "",
+              "| release | " + " | ".join(groups) + " |", "|---|" + "---:|" * len(groups)]
+    for row in table.rows:
+        counts = table.by_group(row.release)
+        lines.append(f"| {row.release} | " + " | ".join(f"{counts[g][0]} ({counts[g][1]})" for g in groups) + " |")
+    lines += ["", "Fields of each group: " + "; ".join(f"{g}: " + ", ".join(f"`{f}`" for f in GROUPS[g]) for g in groups) + "."]
+    lines += ["", f"The same groups by place: the NVIDIA assignments a rule covers by field but no covering rule cites "
+              f"within {SITE_SLACK} lines (its source, moved to the release by the lock): branches no rule describes, "
+              "such as a model's own adjustment the default rules stay silent for "
+              "(`python tests/real_sglang/postinit_coverage.py --sites VERSION` lists them):", "",
+              "| release | " + " | ".join(groups) + " |", "|---|" + "---:|" * len(groups)]
+    for row in table.rows:
+        sites = by_site(table, kb, row.release)
+        lines.append(f"| {row.release} | " + " | ".join(str(len(sites[g])) for g in groups) + " |")
     lines += ["", "Out of scope and not covered, by reason (assignments, summed over the releases):", "", "| reason | assignments |", "|---|---:|"]
     lines += [f"| {REASONS[reason]} | {count} |" for reason, count in table.reasons.items()]
     lines += ["", f"Known gaps: the {len(table.gaps)} fields with an uncovered assignment, and the releases that have one:", "",
@@ -758,10 +837,10 @@ def render(table: Table) -> str:
     return "\n".join(lines + ["", END])
 
 
-def render_docs(text: str, table: Table) -> str:
+def render_docs(text: str, table: Table, kb: kb_module.KnowledgeBase | None = None) -> str:
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)
-    return head + render(table) + tail
+    return head + render(table, kb) + tail
 
 
 def generated_block(text: str) -> str:
@@ -775,6 +854,7 @@ def main() -> int:
     parser.add_argument("--store", action="store_true", help=f"walk every wheel and rewrite {DATA.relative_to(ROOT)}")
     parser.add_argument("--docs", action="store_true", help=f"rewrite the generated block of {DOCS.relative_to(ROOT)}")
     parser.add_argument("--uncovered", metavar="VERSION", help="list the uncovered assignments of a release")
+    parser.add_argument("--sites", metavar="VERSION", help="list the assignments of the field groups no covering rule cites near")
     args = parser.parse_args()
     if args.store:
         DATA.write_text(dump(stored_data()))
@@ -787,6 +867,11 @@ def main() -> int:
         for item in table.uncovered(args.uncovered):
             conditions = " and ".join(item["conditions"]) or "always"
             print(f"  {item['field']} = {item['value']}  [{item['function']}, {item['file']}:{item['line']}]  if {conditions}")
+    if args.sites:
+        for group, items in by_site(table, kb_module.load(), args.sites).items():
+            for item in items:
+                conditions = " and ".join(item["conditions"]) or "always"
+                print(f"  [{group}] {item['field']} = {item['value']}  [{item['function']}, {item['file']}:{item['line']}]  if {conditions}")
     if args.docs:
         DOCS.write_text(render_docs(DOCS.read_text(), table))
         print(f"rewrote the generated block of {DOCS.relative_to(ROOT)}")

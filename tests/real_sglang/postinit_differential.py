@@ -12,12 +12,16 @@ agree with what it produced or raised:
 
 - ``value``: every override or cap finding whose value is known (not a ``runtime.`` one, which
   is decided after post-init) names the value the release's field has;
-- ``error``: every error finding is a command the release refuses;
+- ``error``: every error finding is a command the release refuses (argparse's refusals, from the
+  flag tables, and post-init's); an architecture the model registry lacks is refused when the
+  weights load, after post-init, and is proven against the registry table instead (``at-load``);
 - ``noop``: every no-op finding is a command the release accepts.
 
 Reported, not failed on: ``miss`` (a setting a rule covers that the release changed with no
 finding saying so) and ``refused`` (a refusal no rule predicts: the values of that command
-cannot be compared), (fields the release changed that no rule covers are not compared).
+cannot be compared), (fields the release changed that no rule covers are not compared). The
+report counts, per release, the refused commands explain gave an ERROR for and those it did not.
+About a quarter of the drawn commands are made to be refused (``REFUSALS``).
 Disagreement classes are named by their mechanism (``value: RULE``, ``error: RULE``, ...);
 ``KNOWN`` lists the open ones, each with its reason, and is stored with the set.
 
@@ -68,6 +72,19 @@ GPUS = {
     120: "NVIDIA RTX PRO 6000 Blackwell Server Edition",
 }
 MEMORY_MIB = [24564, 32607, 40960, 46068, 81559, 97887, 143771, 183359, 196608]
+# AMD Instinct GPUs (a ROCm build of torch, simulated by sglang_postinit.py): the capability torch
+# reports there (gfx942 9.4, gfx950 9.5) -> the name and gfx target.
+AMD_GPUS = {94: ("AMD Instinct MI300X", "gfx942"), 95: ("AMD Instinct MI355X", "gfx950")}
+GPUS.update({sm: name for sm, (name, _) in AMD_GPUS.items()})
+DRAWN_SMS: list[int] = sorted(GPUS)  # --platform hip|cuda narrows the draw
+
+
+def gpu_case(sm: int, memory_mib: int, count: int) -> dict:
+    """A simulated GPU: an AMD one carries its platform and gfx target."""
+    gpu: dict = {"sm": sm, "name": GPUS[sm], "memory_mib": memory_mib, "count": count}
+    if sm in AMD_GPUS:
+        gpu |= {"platform": "hip", "gfx": AMD_GPUS[sm][1]}
+    return gpu
 COUNTS = [1, 2, 4, 8]
 
 # Model families (tests/data/model-configs/<family>/config.json), as the rules name them.
@@ -91,6 +108,14 @@ NOT_DRAWN = {
     "model_path", "speculative_draft_model_path", "cuda_graph_config", "cpu_offload_gb",
 }  # fmt: skip
 SPECULATIVE_NEEDS_DRAFT = {"EAGLE", "EAGLE3", "STANDALONE", "DFLASH"}
+# Refused commands, drawn in about a quarter of the cases (None: none): a value not among the
+# release's choices (another release's, when one has it), a value its int or float converter
+# refuses, a flag given no value, unquoted JSON the shell split into words, and a model whose
+# config.json names an architecture no registry has (``UNREGISTERED``).
+REFUSALS = ("choice", "int", "float", "missing", "json", "arch")
+REFUSAL_DRAW: list[str | None] = [None] * 16 + list(REFUSALS)
+UNREGISTERED = "unregistered"  # tests/data/model-configs/unregistered: Llama with architectures ["NoSuchModelForCausalLM"]
+BAD_INTS = ["{5,", "two", "1.5"]
 # Values users write for the flags whose rule literals alone would be unrealistic (a bound
 # plus or minus one, ``None``); the strings the rules compare with are drawn as well.
 REALISTIC: dict[str, list[Any]] = {
@@ -124,15 +149,34 @@ PINNED: list[tuple[str, list[str]]] = [
     ("llama", ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", f"{PLACEHOLDER}/llama"]),
     ("qwen3-next", ["--speculative-algorithm", "NEXTN", "--mamba-scheduler-strategy", "extra_buffer"]),
     ("glm4-moe", []),  # GLM-4.5 Air: 0.5.8 runs its mamba no_buffer check and loses the overlap schedule
+    # AMD Instinct (ROCm): the aiter default and its 0.85 memory derate (a requested fraction too), MLA
+    # by KV heads per GPU (16 at TP 8: aiter; 32 at TP 4: triton), the extra_buffer refusal of 0.5.14-0.5.15
+    # on a hybrid model, 0.5.6's Llama 4 probe, and a quantization ROCm refuses.
+    ("llama", [], gpu_case(94, 196592, 8)),
+    ("llama", ["--mem-fraction-static", "0.9"], gpu_case(95, 294896, 8)),
+    ("deepseek-v3", ["--tp-size", "8"], gpu_case(94, 196592, 8)),
+    ("deepseek-v3", ["--tp-size", "4"], gpu_case(95, 294896, 8)),
+    ("qwen3-next", ["--tp-size", "4"], gpu_case(94, 196592, 8)),
+    ("llama4", [], gpu_case(95, 294896, 8)),
+    ("llama", ["--quantization", "modelopt_fp4"], gpu_case(94, 196592, 8)),
+    # NVIDIA: the attention backend of families with their own choice (gpt-oss, Llama 4 off Hopper,
+    # Qwen3.5 and Falcon-H1 on SM10x, DeepSeek V3.2), gpt-oss's fa3 given up for an fp8_e5m2 KV cache,
+    # and the GPU-memory chunked prefill size that DP attention divides again (the final value).
+    ("gpt-oss", [], gpu_case(100, 183359, 8)),
+    ("gpt-oss", ["--kv-cache-dtype", "fp8_e5m2"], gpu_case(90, 81559, 8)),
+    ("llama4", [], gpu_case(120, 97887, 4)),
+    ("qwen3.5-moe", ["--disable-radix-cache"], gpu_case(100, 183359, 8)),
+    ("falcon-h1", [], gpu_case(100, 183359, 4)),
+    ("deepseek-v3.2", [], gpu_case(90, 81559, 8)),
+    ("deepseek-v3", ["--tp-size", "8", "--dp-size", "8", "--enable-dp-attention"], gpu_case(90, 81559, 8)),
+    # Mixed chunked prefill under speculative decoding: off for every algorithm to 0.5.18, kept
+    # for EAGLE (and EAGLE3, DFLASH) from 0.5.19, off for NGRAM in every release.
+    ("llama", ["--enable-mixed-chunk", "--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", "{models}/llama"], gpu_case(90, 81559, 8)),
+    ("llama", ["--enable-mixed-chunk", "--speculative-algorithm", "NGRAM"], gpu_case(90, 81559, 8)),
 ]  # fmt: skip
 
 # Open disagreement classes, each with its reason: the fast tier accepts exactly these.
-KNOWN: dict[str, str] = {
-    "value: mem.vlm-factor": (
-        "0.5.10 Qwen3.5 MoE: explain's VLM-reduced mem_fraction_static is lower than the release's (0.8018 vs 0.8237 on "
-        "8x H100 192 GB); the mem.vlm-factor rule and the multimodal opt-in are being reworked"
-    ),
-}
+KNOWN: dict[str, str] = {}  # none open: every class found so far is fixed at its mechanism
 
 
 def versions() -> list[str]:
@@ -253,16 +297,20 @@ def pinned(version: str) -> list[dict]:
     """The :data:`PINNED` commands this release's flag table accepts, as cases."""
     by_flag = {flag: entry for entry in _table(version).values() for flag in entry["flags"]}
     out = []
-    for i, (family, words) in enumerate(PINNED):
+    for i, (family, words, *on) in enumerate(PINNED):
         pairs = [(w, words[j + 1] if j + 1 < len(words) and not words[j + 1].startswith("--") else True) for j, w in enumerate(words) if w.startswith("--")]
         if all(flag in by_flag and (PLACEHOLDER in str(value) or _flag_words(by_flag[flag], _typed(value)) is not None) for flag, value in pairs):
             argv = ["--model-path", f"{PLACEHOLDER}/{family}", *words]
-            out.append({"name": f"{version}-pinned-{i}", "family": family, "gpu": dict(PINNED_GPU), "argv": argv, "flags": []})
+            out.append({"name": f"{version}-pinned-{i}", "family": family, "gpu": dict(on[0] if on else PINNED_GPU), "argv": argv, "flags": []})
     return out
 
 
 def _typed(word: Any) -> Any:
-    return int(word) if isinstance(word, str) and word.isdigit() else word
+    if isinstance(word, str) and word.isdigit():
+        return int(word)
+    if isinstance(word, str) and word.replace(".", "", 1).isdigit():
+        return float(word)
+    return word
 
 
 def postinit_cases(version: str):  # type: ignore[no-untyped-def]
@@ -275,8 +323,8 @@ def postinit_cases(version: str):  # type: ignore[no-untyped-def]
     @st.composite
     def case(draw):  # type: ignore[no-untyped-def]
         family = draw(st.sampled_from(sorted(FAMILIES)))
-        sm = draw(st.sampled_from(sorted(GPUS)))
-        gpu = {"sm": sm, "name": GPUS[sm], "memory_mib": draw(st.sampled_from(MEMORY_MIB)), "count": draw(st.sampled_from(COUNTS))}
+        sm = draw(st.sampled_from(DRAWN_SMS))
+        gpu = gpu_case(sm, draw(st.sampled_from(MEMORY_MIB)), draw(st.sampled_from(COUNTS)))
         argv = ["--model-path", f"{PLACEHOLDER}/{family}"]
         chosen = draw(st.lists(st.sampled_from(names), max_size=3, unique=True))
         for name in chosen:
@@ -286,9 +334,39 @@ def postinit_cases(version: str):  # type: ignore[no-untyped-def]
             argv += words
             if name == "speculative_algorithm" and words[-1] in SPECULATIVE_NEEDS_DRAFT:
                 argv += ["--speculative-draft-model-path", f"{PLACEHOLDER}/{family}"]
-        return {"family": family, "gpu": gpu, "argv": argv, "flags": sorted(chosen)}
+        refusal = draw(st.sampled_from(REFUSAL_DRAW))
+        drawn = {"family": family, "gpu": gpu, "argv": argv, "flags": sorted(chosen)}
+        return drawn if refusal is None else {**drawn, **refused_variant(draw, refusal, drawn, version, names)}
 
     return case()
+
+
+def refused_variant(draw, refusal: str, case: dict, version: str, names: list[str]) -> dict:  # type: ignore[no-untyped-def]
+    """What a refusal changes in a drawn case (its argv, or its model), and its ``refusal`` tag."""
+    from hypothesis import strategies as st
+
+    fields = _table(version)
+    argv = list(case["argv"])
+    usable = [n for n in names if n in fields and fields[n]["kind"] == "store" and fields[n].get("nargs") is None] or ["tp_size"]
+    if refusal == "arch":
+        argv[1] = f"{PLACEHOLDER}/{UNREGISTERED}"
+        return {"family": UNREGISTERED, "argv": argv, "refusal": refusal}
+    if refusal == "choice":
+        with_choices = [n for n in usable if fields[n].get("choices")]
+        name = draw(st.sampled_from(with_choices or ["attention_backend"]))
+        others = sorted({c for v in versions() for c in (_table(v).get(name, {}).get("choices") or ())} - set(fields[name].get("choices") or ()))
+        value = draw(st.sampled_from(others or ["no-such-choice"]))
+        return {"argv": argv + [fields[name]["flags"][0], value], "refusal": refusal}
+    if refusal in ("int", "float"):
+        typed = [n for n in usable if fields[n].get("type") in (("int", "human_readable_int") if refusal == "int" else ("float",))]
+        name = draw(st.sampled_from(typed or (["tp_size"] if refusal == "int" else ["mem_fraction_static"])))
+        value = draw(st.sampled_from(BAD_INTS)) if refusal == "int" else "0.8f"
+        return {"argv": argv + [fields[name]["flags"][0], value], "refusal": refusal}
+    if refusal == "missing":
+        name = draw(st.sampled_from(usable))
+        return {"argv": argv + [fields[name]["flags"][0]], "refusal": refusal}
+    # json: the shell leaves {"rope_theta": 1000000} unquoted as two words without their quotes
+    return {"argv": argv + ["--json-model-override-args", "{rope_theta:", "1000000}"], "refusal": refusal}
 
 
 def generate(version: str, count: int, *, derandomize: bool, seed: int | None = None) -> list[dict]:
@@ -312,11 +390,15 @@ def generate(version: str, count: int, *, derandomize: bool, seed: int | None = 
     random.Random(len(distinct)).shuffle(distinct)
     chosen: list[dict] = []
     seen: set[str] = set()
-    for marks_of in (lambda c: {f"family:{c['family']}"}, lambda c: {f"sm:{c['gpu']['sm']}"}, lambda c: {f"flag:{f}" for f in c["flags"]}):
-        for case in distinct:  # every family first, then every SM, then every flag
+    for marks_of in (
+        lambda c: {f"family:{c['family']}"}, lambda c: {f"sm:{c['gpu']['sm']}"}, lambda c: {f"refusal:{c['refusal']}"} if "refusal" in c else set(),
+        lambda c: {f"flag:{f}" for f in c["flags"]},
+    ):  # fmt: skip
+        for case in distinct:  # every family first, then every SM, every kind of refusal, every flag
             if len(chosen) < count and case not in chosen and marks_of(case) - seen:
                 chosen.append(case)
                 seen |= marks_of(case) | {f"family:{case['family']}", f"sm:{case['gpu']['sm']}", *(f"flag:{f}" for f in case["flags"])}
+                seen |= {f"refusal:{case['refusal']}"} if "refusal" in case else set()
     rest = [c for c in distinct if c not in chosen]
     step = max(len(rest) / max(count - len(chosen), 1), 1.0)
     chosen += [rest[int(i * step)] for i in range(min(count - len(chosen), len(rest)))]
@@ -324,6 +406,30 @@ def generate(version: str, count: int, *, derandomize: bool, seed: int | None = 
 
 
 # ---- the release's answers ---------------------------------------------------------------------
+
+
+def release_environment(version: str, src: Path) -> dict[str, str]:
+    """The environment that runs ``version`` from its wheel: its sources unpacked in ``src``,
+    beside the transformers release it pins (model configs are read by that transformers: a
+    newer one reads some of them differently, e.g. Qwen3.5's vision config a dict for 0.5.10's
+    own config class). The pinned transformers' import-time check of its neighbours' versions
+    is left out: the harness environment's tokenizers and huggingface_hub are newer, and only
+    configs are read."""
+    import flag_table_live
+    import model_tables_live
+
+    with zipfile.ZipFile(flag_table_live.wheel(version)) as whl:
+        whl.extractall(src)
+        metadata = next(whl.read(n).decode() for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
+    pin = re.search(r"^Requires-Dist: transformers==([\d.]+)", metadata, re.M)
+    if pin:
+        with zipfile.ZipFile(model_tables_live._transformers_wheel(pin.group(1))) as whl:
+            whl.extractall(src, [n for n in whl.namelist() if n.startswith("transformers/")])
+        (src / "transformers" / "dependency_versions_check.py").write_text("def dep_version_check(pkg, hint=None):\n    pass\n")
+    return {
+        **os.environ, "PYTHONPATH": str(src), "SGLANG_FROM_WHEEL": version, "SGLANG_MODEL_CONFIGS": str(MODELS),
+        "SGLANG_TRANSFORMERS_PIN": pin.group(1) if pin else "",
+    }  # fmt: skip
 
 
 def real_answers(version: str, python: Path, cases: list[dict]) -> dict:
@@ -335,22 +441,14 @@ def real_answers(version: str, python: Path, cases: list[dict]) -> dict:
     import flag_table_live
 
     cache = os.environ.get("SGLANG_POSTINIT_CACHE")  # a directory keeping answers between runs
-    key = hashlib.sha256(json.dumps([version, cases, (HERE / "sglang_postinit.py").read_text()], sort_keys=True).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([version, cases, (HERE / "sglang_postinit.py").read_text(), "pinned transformers"], sort_keys=True).encode()).hexdigest()[:16]
     cached = Path(cache) / f"{version}-{key}.json" if cache else None
     if cached is not None and cached.exists():
         return json.loads(cached.read_text())
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "src"
-        with zipfile.ZipFile(flag_table_live.wheel(version)) as whl:
-            whl.extractall(src)
-        with zipfile.ZipFile(flag_table_live.wheel(version)) as whl:
-            metadata = next(whl.read(n).decode() for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
-        pin = re.search(r"^Requires-Dist: transformers==([\d.]+)", metadata, re.M)
-        env = {
-            **os.environ, "PYTHONPATH": str(src), "SGLANG_FROM_WHEEL": version, "SGLANG_MODEL_CONFIGS": str(MODELS),
-            "SGLANG_TRANSFORMERS_PIN": pin.group(1) if pin else "",
-        }  # fmt: skip
-        requests = [{"name": c["name"], "argv": c["argv"], "gpu": c["gpu"]} for c in cases]
+        env = release_environment(version, src)
+        requests = [{"name": c["name"], "argv": c["argv"], "gpu": c["gpu"], **({"env": c["env"]} if c.get("env") else {})} for c in cases]
         out = subprocess.run([str(python), str(HERE / "sglang_postinit.py")], input=json.dumps(requests), env=env, capture_output=True, text=True)
         if out.returncode:
             raise RuntimeError(f"sglang {version}: sglang_postinit.py failed: {out.stderr.strip().splitlines()[-1:]}")
@@ -408,7 +506,7 @@ def explain(case: dict, version: str):  # type: ignore[no-untyped-def]
 
     gpu = case["gpu"]
     return explain_launch(
-        command(case), gpu=gpu["name"], sm=gpu["sm"], gpus=gpu["count"], gpu_memory=gpu["memory_mib"],
+        command(case), gpu=gpu["name"], sm=None if gpu.get("platform") == "hip" else gpu["sm"], gpus=gpu["count"], gpu_memory=gpu["memory_mib"],
         sglang_version=version, model=str(MODELS / case["family"] / "config.json"),
     )  # fmt: skip
 
@@ -421,14 +519,16 @@ def _same(predicted: Any, actual: Any) -> bool:
     return predicted == actual
 
 
-POSTINIT_SOURCES = ("sglang/srt/server_args.py", "sglang/srt/arg_groups/")
+# The server arguments' handlers, and the model config post-init builds (get_model_config).
+POSTINIT_SOURCES = ("sglang/srt/server_args.py", "sglang/srt/arg_groups/", "sglang/srt/configs/model_config.py")
 
 
 def refuses_in_post_init(rule) -> bool:  # type: ignore[no-untyped-def]
-    """Whether an error rule's refusal is raised by post-init (its sources are the server
-    arguments' handlers); the others refuse later (building the attention backend, loading
-    the weights) and are proven by source only."""
-    return all(source.file.startswith(POSTINIT_SOURCES) for source in rule.sources)
+    """Whether an error rule's refusal is raised by post-init (a source is in the server
+    arguments' handlers or the model config they build; another source may name the probe it
+    calls); the others refuse later (building the attention backend, loading the weights) and
+    are proven by source only."""
+    return any(source.file.startswith(POSTINIT_SOURCES) for source in rule.sources)
 
 
 def compare(case: dict, version: str, answer: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str]], dict[str, list[str]]]:
@@ -445,15 +545,23 @@ def compare(case: dict, version: str, answer: dict) -> tuple[list[tuple[str, str
     bad: list[tuple[str, str]] = []
     reported: list[tuple[str, str]] = []
     agreed: dict[str, list[str]] = defaultdict(list)
-    errors = [f for f in findings if kinds[f.rule] == "error" and f.rule not in later]
+    # Refusals prepare_server_args raises: argparse's (the flag tables) and post-init's (error
+    # rules whose sources are the argument handlers). An architecture the registry lacks is
+    # refused when the weights load, after post-init: proven against the registry table.
+    errors = [f for f in findings if f.severity == "error" and kinds[f.rule] in ("error", "unknown-flag", "refused") and f.rule not in later]
+    at_load = [f for f in findings if f.severity == "error" and kinds[f.rule] == "unknown-arch"]
     if "error" in answer:
         if errors:
             agreed["error"] += [f.rule for f in errors]
+        elif at_load:
+            reported.append((f"refused: {_shape(answer['error'])} (explain names only the architecture, refused at model load)", answer["error"]))
         else:
             reported.append((f"refused: {_shape(answer['error'])}", answer["error"]))
         return bad, reported, dict(agreed)
     for f in errors:
         bad.append((f"error: {f.rule}", f"explain: {f.summary} | SGLang {version} accepted the command"))
+    for f in at_load:  # post-init accepted it; the registry the table holds refuses it at model load
+        agreed["at-load"].append(f.rule)
     for f in findings:
         if kinds[f.rule] == "noop":  # the command starts; that the flag then does nothing is by source
             agreed["noop"].append(f.rule)
@@ -490,11 +598,19 @@ def known(cls: str, known_classes: dict[str, str]) -> str | None:
 
 
 def empty_report() -> dict:
-    return {"generated": {}, "refused": {}, "classes": defaultdict(list), "reported": defaultdict(list), "agreed": defaultdict(lambda: defaultdict(set))}
+    return {
+        "generated": {}, "refused": {}, "classes": defaultdict(list), "reported": defaultdict(list), "agreed": defaultdict(lambda: defaultdict(set)),
+        # per release: refusals explain predicted (an ERROR) and did not; what post-init did with an unregistered architecture
+        "predicted": defaultdict(int), "unpredicted": defaultdict(int), "architecture": defaultdict(list),
+    }  # fmt: skip
 
 
 def add(report: dict, version: str, case: dict, answer: dict) -> None:
     bad, reported, agreed = compare(case, version, answer)
+    if "error" in answer:
+        report["predicted" if agreed.get("error") else "unpredicted"][version] += 1
+    if case["family"] == UNREGISTERED:
+        report["architecture"][version].append("refused" if "error" in answer else "accepted")
     for cls, detail in bad:
         report["classes"][cls].append({"release": version, "name": case["name"], "command": command_text(case), "gpu": case["gpu"], "detail": detail})
     for cls, detail in reported:
@@ -523,8 +639,11 @@ def run(releases: Iterable[str], cases_of: Callable[[str], list[dict]], python: 
 
 
 def per_release(report: dict) -> dict[str, dict[str, int]]:
-    """Commands, refusals, disagreements, misses per release."""
-    out = {v: {"commands": n, "refused": report["refused"].get(v, 0), "disagreements": 0, "known": 0, "misses": 0} for v, n in report["generated"].items()}
+    """Commands, refusals (predicted by an ERROR of explain, and not), disagreements, misses per release."""
+    out = {
+        v: {"commands": n, "refused": report["refused"].get(v, 0), "predicted": report["predicted"].get(v, 0), "unpredicted": report["unpredicted"].get(v, 0), "disagreements": 0, "known": 0, "misses": 0}
+        for v, n in report["generated"].items()
+    }
     known_classes = report.get("known", KNOWN)
     for cls, items in report["classes"].items():
         for item in items:
@@ -538,8 +657,21 @@ def per_release(report: dict) -> dict[str, dict[str, int]]:
 
 def render(report: dict) -> str:
     rows = per_release(report)
-    lines = ["release  commands  refused  disagreements  known  misses"]
-    lines += [f"{v:8} {r['commands']:9} {r['refused']:8} {r['disagreements']:14} {r['known']:6} {r['misses']:7}" for v, r in rows.items()]
+    lines = ["release  commands  refused  predicted  unpredicted  disagreements  known  misses"]
+    lines += [f"{v:8} {r['commands']:9} {r['refused']:8} {r['predicted']:10} {r['unpredicted']:12} {r['disagreements']:14} {r['known']:6} {r['misses']:7}" for v, r in rows.items()]
+    unpredicted = {cls: items for cls, items in report["reported"].items() if cls.startswith("refused:")}
+    if unpredicted:
+        lines.append("\nrefusals explain does not predict, by release and class:")
+        for v in rows:
+            here = {cls: sum(1 for i in items if i["release"] == v) for cls, items in unpredicted.items()}
+            lines += [f"  {v}: {n}x {cls}" for cls, n in sorted(here.items(), key=lambda kv: -kv[1]) if n]
+    if report["architecture"]:
+        said = {v: sorted(set(a)) for v, a in report["architecture"].items()}
+        refusing = [v for v, a in said.items() if "refused" in a]
+        lines.append(
+            f"\nan architecture no registry has ({UNREGISTERED}): post-init refused it in {_span(refusing) or 'no release'}, "
+            f"accepted it in {_span([v for v, a in said.items() if 'accepted' in a]) or 'no release'} (the registry refuses it when the weights load)"
+        )
     known_classes = report.get("known", KNOWN)
     checks = {kind: sum(1 for kinds in report["agreed"].values() if kind in kinds) for kind in ("value", "error", "noop")}
     lines.append(f"\nrules that agreed with an execution: {len(report['agreed'])} (value {checks['value']}, error {checks['error']}, noop {checks['noop']})")
@@ -640,11 +772,30 @@ def docs_tables(data: dict | None = None) -> str:
     data = data or stored()
     report = check_stored(data)
     kb = _kb()
-    lines = ["### Commands and disagreements per release", "", "| release | commands | refused by SGLang | disagreements | known (open) | misses |", "|---|---|---|---|---|---|"]
+    lines = [
+        "### Commands and disagreements per release", "",
+        "| release | commands | refused by SGLang | of them, an ERROR of explain | not predicted | disagreements | known (open) | misses |",
+        "|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    columns = ("commands", "refused", "predicted", "unpredicted", "disagreements", "known", "misses")
     for v, r in per_release(report).items():
-        lines.append(f"| {v} | {r['commands']} | {r['refused']} | {r['disagreements']} | {r['known']} | {r['misses']} |")
+        lines.append(f"| {v} | " + " | ".join(str(r[c]) for c in columns) + " |")
     total = per_release(report).values()
-    lines.append(f"| all | {sum(r['commands'] for r in total)} | {sum(r['refused'] for r in total)} | {sum(r['disagreements'] for r in total)} | {sum(r['known'] for r in total)} | {sum(r['misses'] for r in total)} |")
+    lines.append("| all | " + " | ".join(str(sum(r[c] for r in total)) for c in columns) + " |")
+    unpredicted = {cls: items for cls, items in report["reported"].items() if cls.startswith("refused:")}
+    lines += ["", "### Refusals explain does not predict", ""]
+    if unpredicted:
+        lines += ["| class | releases | commands |", "|---|---|---|"]
+        lines += [f"| `{cls.removeprefix('refused: ')}` | {_span(i['release'] for i in items)} | {len(items)} |" for cls, items in sorted(unpredicted.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+    else:
+        lines.append("None.")
+    if report["architecture"]:
+        said = report["architecture"]
+        lines += [
+            "",
+            f"An architecture no registry has (`{UNREGISTERED}`): post-init refused it in {_span(v for v, a in said.items() if 'refused' in a) or 'no release'} "
+            f"and accepted it in {_span(v for v, a in said.items() if 'accepted' in a) or 'no release'}.",
+        ]
     lines += ["", "### Rules proven by execution", "", "Each rule below fired in the stored set and its prediction agreed with what the release did (the releases listed).", "", "| rule | check | releases |", "|---|---|---|"]
     proven = {rule: kinds for rule, kinds in report["agreed"].items() if kinds.keys() & {"value", "error"}}
     for rule in sorted(proven):
@@ -697,7 +848,10 @@ if __name__ == "__main__":
     cli.add_argument("--store-pinned", action="store_true", help="rewrite only the pinned commands of the stored set (of the releases named, or all)")
     cli.add_argument("--check-stored", action="store_true", help="check the stored set against the current explain")
     cli.add_argument("--docs", action="store_true", help="rewrite the generated tables of docs/explain-proof.md")
+    cli.add_argument("--platform", choices=("cuda", "hip"), help="draw only NVIDIA (cuda) or only AMD (hip) GPUs")
     options = cli.parse_args()
+    if options.platform:
+        DRAWN_SMS[:] = [sm for sm in sorted(GPUS) if (sm in AMD_GPUS) == (options.platform == "hip")]
     if options.docs:
         write_docs()
         sys.exit(0)

@@ -3,9 +3,11 @@ own post-init makes of launch commands on a simulated GPU.
 
     python sglang_postinit.py < cases     # one JSON line: {name: {"fields": {...}} | {"error": "..."}}
 
-A case is ``{"name", "argv", "gpu": {"sm", "name", "memory_mib", "count"}}``; ``{models}`` in an
-argv word is the directory of the model configs (``tests/data/model-configs``), given as
-``SGLANG_MODEL_CONFIGS``. Each case runs the release's ``prepare_server_args(argv)`` (argparse,
+A case is ``{"name", "argv", "gpu": {"sm", "name", "memory_mib", "count"}}`` (an AMD GPU adds
+``"platform": "hip"`` and ``"gfx": "gfx942"``; its ``sm`` is the capability torch reports on ROCm,
+94 for gfx942), and ``"env"``, the variables the command sets before the entry point
+(``SGLANG_ENABLE_SPEC_V2=0 python -m ...``); ``{models}`` in an argv word is the directory of the model configs
+(``tests/data/model-configs``), given as ``SGLANG_MODEL_CONFIGS``. Each case runs the release's ``prepare_server_args(argv)`` (argparse,
 ``ServerArgs.__post_init__`` and its handlers; from 0.5.19 also ``resolve_once()``, the
 resolution pipeline a launch runs before it logs ``server_args=``), on a GPU simulated at the
 seams SGLang reads hardware from:
@@ -15,6 +17,10 @@ seams SGLang reads hardware from:
   ``get_device_properties``, ``mem_get_info``; ``torch.version.cuda``;
 - ``nvidia-smi`` on ``PATH``: a script answering the ``--query-gpu`` memory, name and
   compute-capability queries for every simulated GPU;
+- an AMD GPU is a ROCm build of torch on an AMD host: ``torch.version.hip`` set and
+  ``torch.version.cuda`` None, ``gcnArchName`` in the device properties, ``rocminfo`` on
+  ``PATH`` (SGLang reads the GPU memory from its first pool) and no ``nvidia-smi``; SGLang's
+  ``is_hip()`` and ``is_cuda()`` then answer as on that host;
 - SGLang's cached probes (``is_sm90_supported``, ``is_sm100_supported``, ``is_blackwell``,
   ``get_device_sm``, ``is_cuda`` ...): their ``lru_cache`` is emptied before every case, so they
   compute again from the simulated ``torch.cuda``; module-level copies (``_device_sm``,
@@ -49,6 +55,8 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 GPU: dict = {"sm": 90, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "count": 8}
 CUDA_VERSION = "12.9"
+# torch.version.hip of a ROCm 6.4 build of torch (what SGLang's ROCm images ship).
+HIP_VERSION = "6.4.43482-0f2d60242"
 # Module-level copies of probes, recomputed for each case: name -> the probe in utils.common.
 CONSTANTS = {
     "_device_sm": "get_device_sm",
@@ -61,8 +69,12 @@ CONSTANTS = {
     "_is_blackwell_supported": "is_blackwell_supported",
     "_is_cuda": "is_cuda",
     "_is_cuda_alike": "is_cuda_alike",
+    "_is_hip": "is_hip",
+    "_is_gfx95_supported": "is_gfx95_supported",
+    "_is_gfx942_supported": "is_gfx942_supported",
     "_is_flashinfer_available": "is_flashinfer_available",
 }
+# A CUDA host has FlashInfer (SGLang's own probe also asks is_cuda(): never on ROCm).
 FIXED = {"is_flashinfer_available": True, "cpu_has_amx_support": False}
 
 _NVIDIA_SMI = """#!{python}
@@ -79,6 +91,31 @@ for i in range(gpu["count"]):
     print(", ".join(row))
 """
 
+# What ``rocminfo`` prints for each GPU agent, as far as SGLang's
+# ``rocminfo | grep 'gfx' -A 100 | grep 'Pool 1' -A 5 | grep 'Size:'`` reads it (sizes in KiB).
+_ROCMINFO = """#!{python}
+import json, os
+gpu = json.load(open(os.environ["SIMULATED_GPU_FILE"]))
+print("ROCk module is loaded")
+for i in range(gpu["count"]):
+    kib = gpu["memory_mib"] * 1024
+    for line in ("*******", f"Agent {{i + 2}}", "*******", f"  Name:                    {{gpu['gfx']}}",
+                 f"  Marketing Name:          {{gpu['name']}}", "  Vendor Name:             AMD",
+                 "  Device Type:             GPU", "  Pool Info:", "    Pool 1",
+                 "      Segment:                 GLOBAL; FLAGS: COARSE GRAINED",
+                 f"      Size:                    {{kib}}({{hex(kib)}}) KB", "      Allocatable:             TRUE",
+                 "  ISA Info:", "    ISA 1", f"      Name:                    amdgcn-amd-amdhsa--{{gpu['gfx']}}:sramecc+:xnack-"):
+        print(line)
+"""
+
+
+def _hip() -> bool:
+    return GPU.get("platform") == "hip"
+
+
+def _capability() -> tuple[int, int]:
+    return GPU["sm"] // 10, GPU["sm"] % 10
+
 
 def _simulate_torch() -> None:
     """The torch.cuda seams, reading the current case's GPU (installed before SGLang is imported,
@@ -87,8 +124,9 @@ def _simulate_torch() -> None:
 
     def props(device=None):  # noqa: ANN001, ANN202
         return types.SimpleNamespace(
-            name=GPU["name"], major=GPU["sm"] // 10, minor=GPU["sm"] % 10, total_memory=GPU["memory_mib"] * 2**20,
-            multi_processor_count=132, is_integrated=False, is_multi_gpu_board=False, L2_cache_size=50 * 2**20, gcnArchName="",
+            name=GPU["name"], major=_capability()[0], minor=_capability()[1], total_memory=GPU["memory_mib"] * 2**20,
+            multi_processor_count=304 if _hip() else 132, is_integrated=False, is_multi_gpu_board=False, L2_cache_size=50 * 2**20,
+            gcnArchName=f"{GPU['gfx']}:sramecc+:xnack-" if _hip() else "",
         )  # fmt: skip
 
     cuda = torch.cuda
@@ -96,11 +134,41 @@ def _simulate_torch() -> None:
     cuda.is_initialized = lambda: True
     cuda.device_count = lambda: GPU["count"]
     cuda.current_device = lambda: 0
-    cuda.get_device_capability = lambda device=None: (GPU["sm"] // 10, GPU["sm"] % 10)
+    cuda.get_device_capability = lambda device=None: _capability()
     cuda.get_device_name = lambda device=None: GPU["name"]
     cuda.get_device_properties = props
     cuda.mem_get_info = lambda device=None: (GPU["memory_mib"] * 2**20, GPU["memory_mib"] * 2**20)
-    torch.version.cuda = CUDA_VERSION
+    _torch_build()
+
+
+class _TorchVersion(types.ModuleType):
+    """``torch.version`` of the current GPU's build: CUDA (``cuda`` set, ``hip`` None) or ROCm
+    (``hip`` set, ``cuda`` None). While a module's top level runs it is no ROCm build, as it
+    sees no CUDA device: it then imports only what is installed here (no ``aiter``)."""
+
+    def __init__(self, original: types.ModuleType) -> None:
+        super().__init__(original.__name__)
+        self._original = original
+
+    @property
+    def cuda(self) -> str | None:
+        return None if _hip() else CUDA_VERSION
+
+    @property
+    def hip(self) -> str | None:
+        return HIP_VERSION if _hip() and not _at_import() else None
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._original, name)
+
+
+def _torch_build() -> None:
+    """torch as built for the current GPU (installed once; it answers for each case's GPU)."""
+    import torch
+
+    if not isinstance(torch.version, _TorchVersion):
+        torch.version = _TorchVersion(torch.version)  # type: ignore[assignment]
+        sys.modules["torch.version"] = torch.version
 
 
 class _KernelStandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -211,30 +279,39 @@ class _ImportsSeeTheCpu(importlib.abc.MetaPathFinder):
         return spec
 
 
+_BIN: dict[str, str] = {}  # platform -> the directory of its tools, first on PATH for its cases
+_PATH = os.environ.get("PATH", "")
+
+
 def _simulate_nvidia_smi(tmp: str) -> str:
-    """A ``nvidia-smi`` first on PATH; returns the file the current GPU is written to."""
-    bin_dir = os.path.join(tmp, "bin")
-    os.makedirs(bin_dir)
-    script = os.path.join(bin_dir, "nvidia-smi")
-    with open(script, "w") as f:
-        f.write(_NVIDIA_SMI.format(python=sys.executable))
-    os.chmod(script, 0o755)
+    """The vendor tools: ``nvidia-smi`` for an NVIDIA host, ``rocminfo`` for an AMD one, each in
+    its own directory put first on PATH for the cases of that platform (an AMD host has no
+    ``nvidia-smi``); returns the file the current GPU is written to."""
+    for platform, tool, text in (("cuda", "nvidia-smi", _NVIDIA_SMI), ("hip", "rocminfo", _ROCMINFO)):
+        bin_dir = os.path.join(tmp, f"bin-{platform}")
+        os.makedirs(bin_dir)
+        script = os.path.join(bin_dir, tool)
+        with open(script, "w") as f:
+            f.write(text.format(python=sys.executable))
+        os.chmod(script, 0o755)
+        _BIN[platform] = bin_dir
     state = os.path.join(tmp, "gpu.json")
     os.environ["SIMULATED_GPU_FILE"] = state
-    os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
     return state
 
 
 # Model types the environment's transformers knows that a release's pinned transformers did not,
-# by the pin's major version: releases that pin transformers 4 (0.5.5-0.5.9) carry their own
-# fallback for DeepSeek V3.2 (read as DeepseekV3ForCausalLM with its NSA indexer) and take it
-# only when AutoConfig does not know the model type.
-UNKNOWN_TO_PIN = {4: ("deepseek_v32",)}
+# with the first transformers release that knows each: releases pinning an older one (0.5.5-0.5.14
+# pin 4.57.1 to 5.8.1; deepseek_v32 arrived in 5.12) carry their own fallback for DeepSeek V3.2
+# (read as DeepseekV3ForCausalLM with its NSA indexer) and take it only when AutoConfig does not
+# know the model type.
+UNKNOWN_TO_PIN = {"deepseek_v32": (5, 12)}
 
 
 def _as_pinned_transformers() -> None:
     pin = os.environ.get("SGLANG_TRANSFORMERS_PIN", "")
-    hidden = UNKNOWN_TO_PIN.get(int(pin.split(".")[0]) if pin[:1].isdigit() else 0, ())
+    parts = [int(p) for p in pin.split(".")[:2] if p.isdigit()]
+    hidden = tuple(name for name, since in UNKNOWN_TO_PIN.items() if len(parts) == 2 and tuple(parts) < since)
     if not hidden:
         return
     from transformers.models.auto import configuration_auto
@@ -259,6 +336,20 @@ def _at_import() -> bool:
     return False
 
 
+def _cuda_quantization_methods() -> None:
+    """The quantization methods SGLang registers only when its module is imported on a CUDA
+    host (``if is_cuda(): BASE_QUANTIZATION_METHODS.update({"mxfp4": Mxfp4Config, ...})``):
+    imported on this machine, a gpt-oss checkpoint's ``mxfp4`` would be an unknown method."""
+    quantization = sys.modules.get("sglang.srt.layers.quantization")
+    config = getattr(quantization, "Mxfp4Config", None)
+    if config is None or _hip():
+        return
+    for table in ("BASE_QUANTIZATION_METHODS", "QUANTIZATION_METHODS"):
+        methods = getattr(quantization, table, None)
+        if isinstance(methods, dict):
+            methods.setdefault("mxfp4", config)
+
+
 def _fix_helpers() -> None:
     """The probes that answer regardless of the GPU, in every module holding them: a GPU host has
     FlashInfer (``is_flashinfer_available`` True when called by a function; at a module's top
@@ -271,7 +362,9 @@ def _fix_helpers() -> None:
         if original is None:
             continue
 
-        def fixed(*args, _answer=answer, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        def fixed(*args, _answer=answer, _name=name, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            if _name == "is_flashinfer_available" and _hip():
+                return False
             return False if _answer and _at_import() else _answer
 
         fixed.__name__ = name
@@ -282,9 +375,16 @@ def _fix_helpers() -> None:
 
 def _for_this_gpu(gpu: dict, state: str) -> None:
     """Make every probe answer for ``gpu``: caches emptied, module copies recomputed."""
+    gpu = dict(gpu)
+    GPU.clear()
     GPU.update(gpu)
     with open(state, "w") as f:
         json.dump(GPU, f)
+    os.environ["PATH"] = _BIN["hip" if _hip() else "cuda"] + os.pathsep + _PATH
+    _torch_build()
+    platforms = sys.modules.get("sglang.srt.platforms")
+    if platforms is not None and hasattr(platforms, "_current_platform"):
+        platforms._current_platform = None  # resolved again, for this GPU's build
     from sglang.srt.utils import common
 
     for module in _sglang_modules():
@@ -337,19 +437,26 @@ def run(cases: list[dict]) -> dict:
         import sglang.srt.server_args  # noqa: F401  (on the simulated CUDA host)
 
         _fix_helpers()
+        _cuda_quantization_methods()
         for case in cases:
             argv = [w.replace("{models}", models) for w in case["argv"]]
             _for_this_gpu(case["gpu"], state)
             saved = dict(os.environ)
+            os.environ.update(case.get("env") or {})  # what the command sets before the entry point
             answer: dict = {}
             try:
                 answer["parsed"] = _plain(sglang_offline._parsed(argv))
                 imported = len(sys.modules)
-                answer["fields"] = fields_after_post_init(argv)
+                try:
+                    answer["fields"] = fields_after_post_init(argv)
+                except Exception:
+                    if len(sys.modules) == imported:
+                        raise  # a refusal of its own, not of a module that imported on this CPU
                 if len(sys.modules) != imported:
                     # Modules imported on the way cached CPU answers: ask again, all imported.
                     _for_this_gpu(case["gpu"], state)
                     _fix_helpers()
+                    _cuda_quantization_methods()
                     answer["fields"] = fields_after_post_init(argv)
             except BaseException as exc:  # argparse's SystemExit too
                 answer = {"error": sglang_offline._one_line(exc)}

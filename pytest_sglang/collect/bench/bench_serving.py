@@ -45,6 +45,7 @@ from pydantic import ValidationError
 from pytest_sglang.base import files as _files
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.model.bench import BenchResult, LevelResult, Stat
+from pytest_sglang.model.numbers import FIGURE, NON_NEGATIVE, FigureRange, field_range, refusals, shown
 from pytest_sglang.collect.bench.stats import MAX_ERRORS_KEPT, summarise
 from pytest_sglang.base.secrets import clip
 
@@ -125,10 +126,6 @@ def snake(label: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", text.lower()).strip("_")
 
 
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
 @contextlib.contextmanager
 def _at(where: str) -> Iterator[None]:
     """Whatever a value the checks above did not foresee raises while a line is imported
@@ -138,13 +135,22 @@ def _at(where: str) -> Iterator[None]:
     except BenchServingImportError:
         raise
     except ValidationError as exc:
-        errors = exc.errors(include_url=False, include_input=False)
-        field_name = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
-        message = " ".join(str(errors[0]["msg"]).split()) if errors else "not valid"
-        raise BenchServingImportError(f"{where}: {field_name or 'a figure'}: {message}") from None
+        found = refusals(exc)
+        raise BenchServingImportError(f"{where}: {clip(found[0], 200) if found else 'a figure is not valid'}") from None
     except (ValueError, TypeError, ArithmeticError, RecursionError, KeyError, IndexError) as exc:
         detail = clip(str(exc), 120)
-        raise BenchServingImportError(f"{where}: cannot be imported ({type(exc).__name__}: {detail})") from None
+        raise BenchServingImportError(f"{where}: cannot be imported ({detail})") from None
+
+
+def _checked(where: str, label: str, value: float, checks: FigureRange | None) -> Any:
+    """``value`` as the field its range describes; a figure out of that range (NaN, an
+    infinity, 1e308, a negative latency) is one line naming the file, the line and the figure."""
+    if checks is None:
+        return value
+    fault = checks.refusal(label, value)
+    if fault is not None:
+        raise BenchServingImportError(f"{where}: {fault}")
+    return checks(value)
 
 
 def _brief(value: object) -> str:
@@ -154,13 +160,6 @@ def _brief(value: object) -> str:
     except ValueError:  # an int beyond Python's str conversion limit
         text = "<an integer of thousands of digits>"
     return clip(text, 60, ellipsis="...", one_line=False)
-
-
-def _whole(number: float, label: str, where: str) -> int:
-    """A count (requests, tokens, concurrency) from a figure: NaN and infinity are no count."""
-    if not math.isfinite(number):
-        raise BenchServingImportError(f"{where}: {label} is {number}, not a whole number")
-    return int(number)
 
 
 def _level_name(concurrency: int | None, rate: float | None, trace: bool) -> str:
@@ -196,20 +195,34 @@ class _Level:
     extra: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # values behind a recomputed statistic
+    # Statistics given as NaN, with where and as what: bench_serving's mean of no requests (a
+    # level where none completed), else refused when the level is built.
+    unmeasured: list[tuple[str, str]] = field(default_factory=list)
     concurrency: int | None = None
     rate: float | None = None
     trace: bool = False
 
-    def put_extra(self, name: str, value: float, label: str) -> None:
-        if not math.isfinite(value):
-            self.notes.append(f"{label}: {value} (not a finite number, so not among the figures)")
+    def put(self, name: str, value: float, label: str, where: str) -> None:
+        """A figure with a field of its own, checked against that field's range."""
+        self.fields[name] = _checked(where, label, value, field_range(LevelResult, name))
+
+    def put_stat(self, family: str, part: str, value: float, label: str, where: str) -> None:
+        if isinstance(value, float) and math.isnan(value):
+            self.unmeasured.append((where, label))
             return
+        self.stats[family][part] = _checked(where, label, value, field_range(Stat, part))
+
+    def put_extra(self, name: str, value: float, label: str, where: str) -> None:
+        if isinstance(value, float) and math.isnan(value):
+            self.unmeasured.append((where, label))
+            return
+        value = _checked(where, label, value, FIGURE)
         key, n = name, 2
         while key in self.extra:
             key, n = f"{name}_{n}", n + 1
         self.extra[key] = value
 
-    def put_rate(self, value: object, origin: str) -> None:
+    def put_rate(self, value: object, origin: str, label: str = "request_rate") -> None:
         if isinstance(value, str) and value.strip().lower() == "trace":
             self.trace = True
             self.notes.append("request times replayed from a trace (--use-trace-timestamps)")
@@ -218,23 +231,29 @@ class _Level:
             if isinstance(value, bool) or not isinstance(value, (int, float, str)):
                 raise TypeError
             rate = float(value)
-        except (TypeError, ValueError, OverflowError):
-            raise BenchServingImportError(f"{origin}: request rate {_brief(value)} is not a positive number, inf or 'trace'") from None
+        except OverflowError:  # a whole number of hundreds of digits: past the range
+            raise BenchServingImportError(f"{origin}: {label} = {shown(value)} is above 2^53") from None
+        except (TypeError, ValueError):
+            raise BenchServingImportError(f"{origin}: {label} = {shown(value)} is not a positive number, inf or 'trace'") from None
         if math.isinf(rate) and rate > 0:
             self.notes.append("request rate inf: every request sent at once, bounded only by the max concurrency")
             return
         if not math.isfinite(rate) or rate <= 0:
-            raise BenchServingImportError(f"{origin}: request rate {value!r} is not a positive number or inf")
-        self.rate = rate
+            raise BenchServingImportError(f"{origin}: {label} = {shown(value)} is not a positive number or inf")
+        self.rate = _checked(origin, label, rate, field_range(LevelResult, "rate"))
 
     def build(self) -> LevelResult:
         completed = int(self.fields.get("completed", 0))
+        for where, label in self.unmeasured:
+            if completed:
+                raise BenchServingImportError(f"{where}: {label} = NaN is not a finite number")
+            self.notes.append(f"{label}: NaN (no request completed)")
         self.fields.setdefault("requests", completed)
         stats: dict[str, Stat] = {}
         for family, parts in self.stats.items():
             # A summary's statistics cover the successful requests; its ITL count is not known.
             count = self.counts.get(family, 0 if family == "itl" else completed)
-            stats[family] = Stat(count=count if parts else 0, **{k: _finite(v) if v is not None else None for k, v in parts.items()})
+            stats[family] = Stat(count=count if parts else 0, **parts)
         peak = self.fields.get("peak_concurrency")
         if self.concurrency is not None and isinstance(peak, int) and peak > self.concurrency:
             self.notes.append(
@@ -322,22 +341,21 @@ class _BlockReader:
             self.backend = value
             return
         if label == "Traffic request rate":
-            self.level.put_rate(self._rate(lineno, value), self.where(lineno))
+            self.level.put_rate(self._rate(lineno, value), self.where(lineno), repr(label))
             return
         if label == "Max request concurrency":
-            self.level.concurrency = None if value.lower() == "not set" else _whole(self._number(lineno, label, value), repr(label), self.where(lineno))
+            self.level.concurrency = None if value.lower() == "not set" else _checked(self.where(lineno), repr(label), self._number(lineno, label, value), field_range(LevelResult, "concurrency"))
             return
         latency = _LATENCY.match(label)
         if latency:
             self._latency(lineno, latency["stat"], _FAMILIES[latency["family"]], label, value)
             return
         if label in _ROW_FIELDS:
-            name, kind = _ROW_FIELDS[label]
-            number = self._number(lineno, label, value)
-            self.level.fields[name] = _whole(number, repr(label), self.where(lineno)) if kind is int else number
+            name, _ = _ROW_FIELDS[label]
+            self.level.put(name, self._number(lineno, label, value), repr(label), self.where(lineno))
             return
         if label == "SLO attainment (%)":
-            self.level.fields["goodput_fraction"] = self._number(lineno, label, value.rstrip("%")) / 100.0
+            self.level.put("goodput_fraction", self._number(lineno, label, value.rstrip("%")) / 100.0, repr(label), self.where(lineno))
             return
         self._extra(lineno, indent, label, value)
 
@@ -350,9 +368,9 @@ class _BlockReader:
         number = self._number(lineno, label, value)
         part = stat.lower()
         if part in _STAT_FIELDS:
-            self.level.stats[family][part] = number
+            self.level.put_stat(family, part, number, repr(label), self.where(lineno))
         else:
-            self.level.put_extra(f"{family}_{part}_ms", number, label)
+            self.level.put_extra(f"{family}_{part}_ms", number, repr(label), self.where(lineno))
 
     def _extra(self, lineno: int, indent: str, label: str, value: str) -> None:
         name = snake(label)
@@ -364,7 +382,7 @@ class _BlockReader:
         if not indent:
             self.parent = name
         if _NUMBER.match(value.rstrip("%")):
-            self.level.put_extra(name, self._number(lineno, label, value.rstrip("%")), label)
+            self.level.put_extra(name, self._number(lineno, label, value.rstrip("%")), repr(label), self.where(lineno))
         else:
             self.level.notes.append(f"{label}: {value}")
 
@@ -476,14 +494,12 @@ def _loads(line: str, where: str) -> dict[str, Any]:
 
 
 def _as_number(value: object, key: str, where: str) -> float | None:
+    """A JSON number as given (its range is checked where it is put), or None for null."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BenchServingImportError(f"{where}: {key} is {_brief(value)}, not a number")
-    try:
-        return float(value)
-    except OverflowError:
-        raise BenchServingImportError(f"{where}: {key} is {_brief(value)}, a number too large to be a figure") from None
+    return value
 
 
 def _summary(data: Mapping[str, Any], level: _Level, where: str) -> None:
@@ -492,10 +508,10 @@ def _summary(data: Mapping[str, Any], level: _Level, where: str) -> None:
         if key in _DETAIL_KEYS or key in _SETTING_KEYS or key in ("server_info", "request_rate", "max_concurrency"):
             continue
         if key in _KEY_FIELDS:
-            name, kind = _KEY_FIELDS[key]
+            name, _ = _KEY_FIELDS[key]
             number = _as_number(value, key, where)
             if number is not None:
-                level.fields[name] = _whole(number, key, where) if kind is int else number
+                level.put(name, number, key, where)
             continue
         stat = re.fullmatch(r"(?P<part>mean|median|std|min|max|p\d+(?:\.\d+)?)_(?P<family>e2e_latency|ttft|tpot|itl)_ms", key)
         if stat:
@@ -504,14 +520,14 @@ def _summary(data: Mapping[str, Any], level: _Level, where: str) -> None:
             if number is None:
                 continue
             if part in _STAT_FIELDS:
-                level.stats[family][part] = number
+                level.put_stat(family, part, number, key, where)
             else:
-                level.put_extra(f"{family}_{part}_ms", number, key)
+                level.put_extra(f"{family}_{part}_ms", number, key, where)
             continue
         if key == "slo_attainment":
             number = _as_number(value, key, where)
             if number is not None:
-                level.fields["goodput_fraction"] = number
+                level.put("goodput_fraction", number, key, where)
             continue
         _other(key, value, level, where)
 
@@ -523,22 +539,22 @@ def _other(key: str, value: object, level: _Level, where: str) -> None:
         for metric, fraction in value.items():
             number = _as_number(fraction, f"{key}.{metric}", where)
             if number is not None:
-                level.put_extra(f"{snake(metric)}_slo_attainment_pct", number * 100.0, f"{key}.{metric}")
+                level.put_extra(f"{snake(metric)}_slo_attainment_pct", _checked(where, f"{key}.{metric}", number, FIGURE) * 100.0, f"{key}.{metric}", where)
         return
     if key == "goodput_slos_ms" and isinstance(value, dict):
-        level.notes.append("SLOs (ms): " + " ".join(f"{k}:{v:g}" for k, v in value.items() if isinstance(v, (int, float))))
+        level.notes.append("SLOs (ms): " + " ".join(f"{k}:{shown(v)}" for k, v in value.items() if isinstance(v, (int, float))))
         return
     if key == "cache_report" and isinstance(value, dict):
         for part, number in value.items():
             if isinstance(number, (int, float)) and not isinstance(number, bool):
-                level.put_extra(f"cache_{part}", _as_number(number, f"{key}.{part}", where) or 0.0, f"{key}.{part}")
+                level.put_extra(f"cache_{part}", _as_number(number, f"{key}.{part}", where) or 0.0, f"{key}.{part}", where)
             elif number is not None:
                 level.notes.append(f"cache_report {part}: {number}")
         return
     if value is None:
         return
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        level.put_extra(_KEY_EXTRAS.get(key, key), _as_number(value, key, where) or 0.0, key)
+        level.put_extra(_KEY_EXTRAS.get(key, key), _as_number(value, key, where) or 0.0, key, where)
         return
     shown = json.dumps(value)
     level.notes.append(f"{key}: {clip(shown, 80, ellipsis='...', one_line=False)}")
@@ -561,14 +577,14 @@ def _details(data: Mapping[str, Any], level: _Level, where: str) -> None:
     level.fields["errors"] = _distinct_errors(errors)
     backend = str(data.get("backend") or "")
     accept = data.get("accept_length")
-    ok_ttfts = [_as_number(ttfts[i], f"ttfts[{i}]", where) or 0.0 for i in ok]
+    ok_ttfts = [_checked(where, f"ttfts[{i}]", _as_number(ttfts[i], f"ttfts[{i}]", where) or 0.0, NON_NEGATIVE) for i in ok]
     if ok_ttfts and any(t > 0 for t in ok_ttfts):
         _replace(level, "ttft", summarise(ok_ttfts))
     retokenized = bool(accept) and backend in ("sglang-oai", "sglang-oai-chat")
     for i in ok:
         if not isinstance(itls[i], list):
             raise BenchServingImportError(f"{where}: itls[{i}] is {_brief(itls[i])}, not a list of inter-token gaps")
-    gaps = [_as_number(gap, f"itls[{i}]", where) or 0.0 for i in ok for gap in itls[i]]
+    gaps = [_checked(where, f"itls[{i}]", _as_number(gap, f"itls[{i}]", where) or 0.0, NON_NEGATIVE) for i in ok for gap in itls[i]]
     if retokenized:
         level.notes.append("ITL as bench_serving summarised it: it re-tokenises each chunk for this backend with speculative decoding, which its details do not carry")
     elif gaps:
@@ -606,7 +622,7 @@ def _jsonl_level(data: Mapping[str, Any], where: str) -> LevelResult:
     concurrency = data.get("max_concurrency")
     if concurrency is not None:
         number = _as_number(concurrency, "max_concurrency", where)
-        level.concurrency = _whole(number, "max_concurrency", where) if number is not None else None
+        level.concurrency = _checked(where, "max_concurrency", number, field_range(LevelResult, "concurrency")) if number is not None else None
     _summary(data, level, where)
     _details(data, level, where)
     return level.build()
@@ -641,7 +657,12 @@ def parse_jsonl(text: str, origin: str = "<jsonl>") -> BenchResult:
         raise BenchServingImportError(f"{origin}: empty; a bench_serving --output-file has one JSON object per line")
     _unique_names(levels)
     settings: dict[str, object] = {"imported_from": origin}
-    settings.update({k: first[k] for k in _SETTING_KEYS if first.get(k) is not None})
+    for key in _SETTING_KEYS:
+        value = first.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            _checked(f"{origin}:1", key, value, FIGURE)  # a setting is a figure too: never NaN in a report
+        if value is not None:
+            settings[key] = value
     if len(set(backends)) > 1:
         settings["backends"] = backends
     model, version = _server_facts(first)

@@ -857,6 +857,7 @@ class LoadGenerator:
         level.validity = judge(level, all_figures, records, spec.limits, share.rate)
         if watch is not None:
             level.server = watch.summary(self.max_running)
+            level.refused += watch.refused
         return level
 
     def _spread(self, share: _Share, warmup: int, pool: ProcessPoolExecutor, watch: _MetricsWatch | None, ticker: _Ticker) -> tuple[list[RequestRecord], list[ClientFigures], list[str]]:

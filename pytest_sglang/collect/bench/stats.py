@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from pytest_sglang.model.bench import LevelResult, RequestRecord, Stat
+from pytest_sglang.model.numbers import validate_refusing
 
 _MS = 1000.0
 MAX_ERRORS_KEPT = 5
@@ -64,17 +65,21 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
 
 
 def summarise(values: Iterable[float], scale: float = _MS) -> Stat:
+    return Stat.model_validate(_summary(values, scale))
+
+
+def _summary(values: Iterable[float], scale: float = _MS) -> dict[str, float | int]:
     data = sorted(v * scale for v in values if not math.isnan(v))
     if not data:
-        return Stat()
-    return Stat(
-        count=len(data),
-        mean=sum(data) / len(data),
-        median=percentile(data, 50),
-        p90=percentile(data, 90),
-        p99=percentile(data, 99),
-        max=data[-1],
-    )
+        return {}
+    return {
+        "count": len(data),
+        "mean": sum(data) / len(data),
+        "median": percentile(data, 50),
+        "p90": percentile(data, 90),
+        "p99": percentile(data, 99),
+        "max": data[-1],
+    }
 
 
 def peak_in_flight(records: Iterable[RequestRecord]) -> int:
@@ -129,29 +134,36 @@ def level_result(
         goodput = per_s(good)
         fraction = good / len(records) if records else 0.0
     tpots = [t for t in (r.tpot() for r in done) if t is not None]
-    return LevelResult(
-        name=name,
-        mode=mode,  # type: ignore[arg-type]
-        concurrency=concurrency,
-        rate=rate,
-        arrival=arrival,  # type: ignore[arg-type]
-        requests=len(records),
-        completed=len(done),
-        failed=len(failed),
-        duration_s=duration,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        request_throughput=per_s(len(done)),
-        input_throughput=per_s(input_tokens),
-        output_throughput=per_s(output_tokens),
-        total_throughput=per_s(input_tokens + output_tokens),
-        ttft=summarise(r.ttft for r in done),
-        itl=summarise(gap for r in done for gap in r.itls()),
-        tpot=summarise(tpots),
-        e2e=summarise(r.e2e for r in done),
-        goodput=goodput,
-        goodput_fraction=fraction,
-        peak_concurrency=peak_in_flight(records),
-        errors=errors,
-        notes=level_notes,
+    # The figures pass the model's checks like any other: one the records cannot give (the
+    # server's token counts summing past 2^53) is refused by name, never a traceback.
+    level, refused = validate_refusing(
+        LevelResult,
+        {
+            "name": name,
+            "mode": mode,
+            "concurrency": concurrency,
+            "rate": rate,
+            "arrival": arrival,
+            "requests": len(records),
+            "completed": len(done),
+            "failed": len(failed),
+            "duration_s": duration,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "request_throughput": per_s(len(done)),
+            "input_throughput": per_s(input_tokens),
+            "output_throughput": per_s(output_tokens),
+            "total_throughput": per_s(input_tokens + output_tokens),
+            "ttft": _summary(r.ttft for r in done),
+            "itl": _summary(gap for r in done for gap in r.itls()),
+            "tpot": _summary(tpots),
+            "e2e": _summary(r.e2e for r in done),
+            "goodput": goodput,
+            "goodput_fraction": fraction,
+            "peak_concurrency": peak_in_flight(records),
+            "errors": errors,
+            "notes": level_notes,
+        },
     )
+    level.refused += refused
+    return level

@@ -12,45 +12,65 @@ import math
 import re
 from collections.abc import Callable
 
-from pytest_sglang.model.bench import ServerLoad
+from pytest_sglang.model.bench import INF_BOUND, ServerLoad
+from pytest_sglang.model.numbers import refusal, validate_refusing
 
 _SAMPLE = re.compile(r"^(sglang:(?:num_running_reqs|num_queue_reqs|token_usage))(\{[^}]*\})?\s+(\S+)", re.M)
 _OTHER_RANK = re.compile(r'\b(?:tp_rank|pp_rank)="(?!0")')
-INF_BOUND = 1e308  # the +Inf bucket's bound, finite so that JSON keeps it
 _TTFT_BUCKET = re.compile(r'^sglang:time_to_first_token_seconds_bucket\{([^}]*)\}\s+(\S+)', re.M)
 _LE = re.compile(r'\ble="([^"]+)"')
+_WHOLE = re.compile(r"[+-]?\d+")
 
 
-def read_load(text: str) -> dict[str, float]:
+def _number(text: str) -> object:
+    """A sample's value as the server wrote it: a whole number exactly (``1`` followed by 400
+    zeros is that number, not infinity), else a float, else the text itself (refused by name)."""
+    try:
+        return int(text) if _WHOLE.fullmatch(text) else float(text)
+    except ValueError:  # not a number, or more digits than Python converts
+        return text
+
+
+def read_load(text: str, refused: list[str] | None = None) -> dict[str, float]:
     """Running and queued requests and token usage from Prometheus text, summed over the
-    data-parallel ranks (each tensor/pipeline group counted once, by its rank 0)."""
+    data-parallel ranks (each tensor/pipeline group counted once, by its rank 0). A sample
+    that is no figure (``NaN``, ``+Inf``, ``-1``, ``1e308``: all valid Prometheus text) is
+    left out and named in ``refused``."""
     out: dict[str, float] = {}
     for name, labels, value in _SAMPLE.findall(text):
         if labels and _OTHER_RANK.search(labels):
             continue
-        try:
-            number = float(value)
-        except ValueError:
+        number = _number(value)
+        fault = refusal(f"/metrics {name}", number, minimum=0)
+        if fault is not None:
+            if refused is not None:
+                refused.append(fault)
             continue
+        assert isinstance(number, (int, float))
         key = name.split(":", 1)[1]
-        out[key] = max(out.get(key, 0.0), number) if key == "token_usage" else out.get(key, 0.0) + number
+        out[key] = max(out.get(key, 0.0), float(number)) if key == "token_usage" else out.get(key, 0.0) + float(number)
     return out
 
 
-def read_ttft_buckets(text: str) -> dict[float, float]:
+def read_ttft_buckets(text: str, refused: list[str] | None = None) -> dict[float, float]:
     """The server's time-to-first-token histogram: cumulative count per upper bound (seconds),
-    summed over label sets (one per tokenizer manager)."""
+    summed over label sets (one per tokenizer manager). A bucket whose bound (other than
+    ``+Inf``) or count is no figure is left out and named in ``refused``."""
     out: dict[float, float] = {}
+    name = "/metrics sglang:time_to_first_token_seconds_bucket"
     for labels, value in _TTFT_BUCKET.findall(text):
         le = _LE.search(labels)
         if le is None:
             continue
-        try:
-            bound, count = float(le[1]), float(value)
-        except ValueError:
+        bound, count = _number(le[1]), _number(value)
+        fault = None if bound == math.inf else refusal(f'{name} le="{le[1]}"', bound, minimum=0)
+        fault = fault or refusal(f'{name}{{le="{le[1]}"}}', count, minimum=0)
+        if fault is not None:
+            if refused is not None:
+                refused.append(fault)
             continue
-        if count == count and count >= 0:  # NaN and negatives are not counts
-            out[bound] = out.get(bound, 0.0) + count
+        assert isinstance(bound, (int, float)) and isinstance(count, (int, float))
+        out[float(bound)] = out.get(float(bound), 0.0) + float(count)
     return out
 
 
@@ -80,6 +100,9 @@ class _MetricsWatch:
         self.url, self.headers, self.interval = url, headers, interval
         self.samples: list[dict[str, float]] = []
         self.problem: str | None = None
+        # Figures the server answered that are none (NaN, an infinity, out of range): once one
+        # is, none of the server's figures of the level is used.
+        self.refused: list[str] = []
         # The TTFT histogram at the first and the last reading (the last taken after the level).
         self.ttft_first: dict[float, float] = {}
         self.ttft_last: dict[float, float] = {}
@@ -100,11 +123,16 @@ class _MetricsWatch:
                     self.problem = f"/metrics answered HTTP {answer.status} (start the server with --enable-metrics)"
                     return
                 text = answer.body().decode("utf-8", "replace")
-                sample = read_load(text)
+                refused: list[str] = []
+                sample = read_load(text, refused)
+                buckets = read_ttft_buckets(text, refused)
+                if refused:
+                    self.refused = list(dict.fromkeys(refused))
+                    self.problem = f"{self.refused[0]}: the server's /metrics figures of this level are not used"
+                    return
                 if not sample:
                     self.problem = "/metrics has no sglang:num_running_reqs"
                     return
-                buckets = read_ttft_buckets(text)
                 if not self.samples:
                     self.ttft_first = buckets
                 self.ttft_last = buckets
@@ -119,18 +147,24 @@ class _MetricsWatch:
             client.close()
 
     def summary(self, max_running: int | None) -> ServerLoad:
-        if not self.samples:
+        if not self.samples or self.refused:
             return ServerLoad(note=self.problem or "no /metrics sample was taken", max_running_requests=max_running)
         running = [s.get("num_running_reqs", 0.0) for s in self.samples]
         peak = max(running)
-        return ServerLoad(
-            samples=len(self.samples),
-            peak_running=peak,
-            peak_queue=max(s.get("num_queue_reqs", 0.0) for s in self.samples),
-            peak_token_usage=max(s.get("token_usage", 0.0) for s in self.samples),
-            mean_running=sum(running) / len(running),
-            max_running_requests=max_running,
-            reached_max_running=(peak >= max_running) if max_running else None,
-            ttft_histogram=ttft_histogram(self.ttft_first, self.ttft_last),
-            note=self.problem,
+        load, refused = validate_refusing(
+            ServerLoad,
+            {
+                "samples": len(self.samples),
+                "peak_running": peak,
+                "peak_queue": max(s.get("num_queue_reqs", 0.0) for s in self.samples),
+                "peak_token_usage": max(s.get("token_usage", 0.0) for s in self.samples),
+                "mean_running": sum(running) / len(running),
+                "max_running_requests": max_running,
+                "reached_max_running": (peak >= max_running) if max_running else None,
+                "ttft_histogram": ttft_histogram(self.ttft_first, self.ttft_last),
+                "note": self.problem,
+            },
+            "/metrics",
         )
+        self.refused += refused  # sums over many ranks past 2^53
+        return load

@@ -131,6 +131,8 @@ class Bench:
         result.model = model
         for level in result.levels:
             level.notes += notes
+            # A figure refused in any repeat is the level's: the record of the result holds it.
+            level.refused = list(dict.fromkeys([*level.refused, *(r for run in result.repeats for lv in run if lv.name == level.name for r in lv.refused)]))
         self._plans[id(result)] = (spec, runs)
         self.results.append(result)
         self._publish(result)
@@ -170,6 +172,7 @@ class Bench:
             for level in fresh:
                 level.attempts = old.attempts + 1
                 level.notes = [*old.notes, f"attempt {old.attempts} was inconclusive: {why}"]
+            fresh[0].refused = list(dict.fromkeys([*old.refused, *(r for level in fresh for r in level.refused)]))
             result.levels[result.levels.index(old)] = fresh[0]
             if result.repeats:
                 result.repeats = [[fresh[i] if lv.name == name else lv for lv in run] for i, run in enumerate(result.repeats)]

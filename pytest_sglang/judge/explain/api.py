@@ -18,17 +18,18 @@ Both return an :class:`Explanation` (findings as typed objects; ``.to_json()``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pytest_sglang.base import reads as _reads
 from pytest_sglang.base.errors import SpecError
-from pytest_sglang.parse.launch import parse_launch_command
+from pytest_sglang.parse.launch import LaunchCommand, parse_launch_command
 from pytest_sglang.model.versions import parse_version
 from pytest_sglang.judge.explain.engine import explain_situation
 from pytest_sglang.judge.explain.releases import explain_unknown_release, parse_per_release
 from pytest_sglang.judge.explain.findings import Explanation, Finding
 from pytest_sglang.judge.explain.kb import KnowledgeBase, KnowledgeError, Rule, load
-from pytest_sglang.judge.explain.situation import Fact, Situation, from_target, gpu_facts, model_facts, read_model
+from pytest_sglang.judge.explain.situation import Fact, Situation, catalog_model, from_target, gpu_facts, model_facts, read_model
 from pytest_sglang.judge.explain.startup import StartupExplanation, explain_reported, explain_startup_line
 
 if TYPE_CHECKING:
@@ -94,13 +95,18 @@ def explain_launch(
     model: str | Mapping[str, Any] | None = None,
     config_loader: Callable[[str], Mapping[str, Any]] | None = None,
     kb: KnowledgeBase | None = None,
+    platform: str | None = None,
 ) -> Explanation:
     """Predict what SGLang will do with a launch command, without a server.
 
     ``command``: the command line (text, an argv list, a systemd unit's text, or a
     docker/kubectl command line). ``gpu``: a GPU name (``'RTX PRO 6000'``) or ``sm`` its
     compute capability (``120``, ``'12.0'``); ``gpus``: how many; ``gpu_memory``: per GPU
-    (``'96GiB'``, MiB as a number). ``sglang_version``: the release (``None``: unknown; a
+    (``'96GiB'``, MiB as a number); ``platform``: what SGLang runs on (``'cuda'``, ``'hip'``,
+    ``'npu'``, ``'xpu'``, ``'cpu'``), when neither the GPU name nor ``--device`` says it.
+    An AMD GPU name (``'MI300X'``) is judged by SGLang's ROCm paths; a GPU name the catalog does
+    not hold is a warning note, and the rules that depend on the GPU stay undecided.
+    ``sglang_version``: the release (``None``: unknown; a
     newer release than the knowledge base uses the newest rules and says so). ``model``: an
     architecture name, a ``config.json`` path, or its parsed mapping.
 
@@ -117,11 +123,31 @@ def explain_launch(
     if sglang_version is not None:
         situation.version = parse_version(sglang_version)
         situation.version_source = "given"
-    situation.gpu = gpu_facts(gpu=gpu, sm=sm, count=gpus, memory=gpu_memory)
-    archs, signals, where = read_model(model)
-    situation.model = model_facts(knowledge, archs, where, signals)
     situation.notes = [p for p in launch.problems if "file was not read" in p or "newer" in p or "nearest" in p]
+    situation.notes += launch.notes  # what reading the shell text says (a missing '\\', values it does not give)
+    situation.gpu = gpu_facts(gpu=gpu, sm=sm, count=gpus, memory=gpu_memory, platform=platform, device=launch.requested.get("device"), notes=situation.notes)
+    archs, signals, where = read_model(model)
+    if model is None:  # a model path naming a known public checkpoint decides the model rules
+        archs, signals, where = catalog_model(launch.requested.get("model_path"), situation.notes)
+    elif archs and not signals:
+        # An architecture name alone, for a path that names a known checkpoint of that architecture:
+        # its config.json (shapes, vision tower, quantization) is that checkpoint's.
+        said: list[str] = []
+        known, config, entry = catalog_model(launch.requested.get("model_path"), said)
+        if known == archs:
+            signals, where = config, f"{where}; config.json from the {entry}"
+            situation.notes += said
+    situation.model = model_facts(knowledge, archs, where, signals)
     if sglang_version is None:  # judged across the releases whose flag tables accept it
-        return explain_unknown_release(parse_per_release(command, config_loader), lambda one, release: situation.variant(launch=one, version=release, version_source="a release that accepts the command"))
+        return explain_unknown_release(parse_per_release(command, config_loader), lambda one, release: situation.variant(launch=_shell_facts(one, launch), version=release, version_source="a release that accepts the command"))
     return explain_situation(situation)
 
+
+def _shell_facts(one: LaunchCommand, text: LaunchCommand) -> LaunchCommand:
+    """Each release's reading of the words, with what the text says of its environment: an
+    environment value the shell text does not give is not known for any release."""
+    env = {k: v for k, v in text.unresolved.items() if k.startswith("env.")}
+    if not env or one is text:
+        return one
+    why = {k: v for k, v in text.unresolved_why.items() if k in env}
+    return replace(one, unresolved={**env, **one.unresolved}, unresolved_why={**why, **one.unresolved_why})

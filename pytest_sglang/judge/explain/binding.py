@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 from pytest_sglang.judge.explain.expr import is_unknown
 from pytest_sglang.judge.explain.kb import Rule
+from pytest_sglang.judge.explain.pools import estimate_pools
 from pytest_sglang.judge.explain.situation import Situation
 
 # What no GPU pool holds: the top of every figure's range when nothing is known of it.
@@ -75,13 +76,37 @@ def evaluate_with(situation: Situation, rule: Rule, values: Mapping[str, float])
     if rule.value_expression is None:
         return None
     saved_runtime, saved_derived, saved_before = situation.runtime, situation._derived, situation.before
-    situation.runtime, situation._derived, situation.before = Figures(values), {}, rule.setting
+    # Derived values that read no start-up figure stay as computed; the others are computed afresh.
+    reading = _derived_reading_runtime(situation.kb)
+    kept = {name: value for name, value in saved_derived.items() if name not in reading}
+    situation.runtime, situation._derived, situation.before = Figures(values), kept, rule.setting
     try:
         return rule.value_expression.evaluate(situation)
     except (ArithmeticError, TypeError, ValueError):
         return None
     finally:
         situation.runtime, situation._derived, situation.before = saved_runtime, saved_derived, saved_before
+
+
+_RUNTIME_READERS: dict[int, frozenset[str]] = {}
+
+
+def _derived_reading_runtime(kb: Any) -> frozenset[str]:
+    """The derived values that read a start-up figure, directly or through another derived value."""
+    key = id(kb)
+    if key not in _RUNTIME_READERS:
+        names = set(kb.derived)
+        reading: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name in names - reading:
+                read = kb.derived[name].names
+                if any(n.startswith("runtime.") or (n.startswith("derived.") and n.removeprefix("derived.") in reading) for n in read):
+                    reading.add(name)
+                    changed = True
+        _RUNTIME_READERS[key] = frozenset(reading)
+    return _RUNTIME_READERS[key]
 
 
 def estimate(situation: Situation) -> tuple[dict[str, tuple[float, float]], dict[str, str], str]:
@@ -92,17 +117,12 @@ def estimate(situation: Situation) -> tuple[dict[str, tuple[float, float]], dict
         ranges: dict[str, tuple[float, float]] = {}
         unknown: dict[str, str] = {}
         why: list[str] = []
-        try:
-            from pytest_sglang.judge.explain import pools
-        except ImportError:  # pragma: no cover - the pool model ships with the package
-            pools = None  # type: ignore[assignment]
-        if pools is not None:
-            result = pools.estimate_pools(situation)
-            for name, bound in result.figures.items():
-                ranges[name] = (bound.low, bound.high)
-                if bound.why and bound.why not in why:
-                    why.append(bound.why)
-            unknown = dict(result.unknown)
+        result = estimate_pools(situation)
+        for name, bound in result.figures.items():
+            ranges[name] = (bound.low, bound.high)
+            if bound.why and bound.why not in why:
+                why.append(bound.why)
+        unknown = dict(result.unknown)
         cached = (ranges, unknown, "; ".join(why))
         situation.__dict__["_pool_estimate"] = cached
     return cached  # type: ignore[no-any-return]
@@ -156,7 +176,7 @@ def threshold(situation: Situation, rule: Rule, requested: float, bound: CapBoun
     if not all(isinstance(v, (int, float)) for v in (low_end, high_end)):
         return None
     rising = high_end >= low_end
-    cut = _bisect(lambda x: value(x) >= requested if rising else value(x) < requested)
+    cut = _bisect(lambda x: value(x) >= requested if rising else value(x) < requested, start=int(requested))
     if cut is None:
         return None
     words, unit = _WORDS.get(name, (f"{name.replace('_', ' ')} is", ""))
@@ -165,14 +185,20 @@ def threshold(situation: Situation, rule: Rule, requested: float, bound: CapBoun
     return f"binds only if {words.removesuffix(' is')} is above {cut - 1:,} {unit}".rstrip()
 
 
-def _bisect(holds: Callable[[int], bool]) -> int | None:
-    """The smallest whole x in [1, 2**50] for which ``holds`` (monotone: False then True) holds."""
+def _bisect(holds: Callable[[int], bool], start: int = 1) -> int | None:
+    """The smallest whole x in [1, 2**50] for which ``holds`` (monotone: False then True) holds.
+    Thresholds sit near the request (a few slots or tokens per request), so the search doubles
+    from ``start`` before it halves: about twenty evaluations instead of fifty."""
     low, high = 1, _HUGE
     try:
         if not holds(high):
             return None
         if holds(low):
             return low
+        probe = max(2, start)
+        while probe < high and not holds(probe):
+            low, probe = probe, probe * 4
+        high = min(high, probe)
         while high - low > 1:
             middle = (low + high) // 2
             if holds(middle):

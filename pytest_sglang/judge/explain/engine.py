@@ -14,7 +14,10 @@ from pytest_sglang.judge.explain.expr import NOT_COMPUTABLE, Unknown, is_unknown
 from pytest_sglang.judge.explain.binding import CapBound, cap_bound, shown, threshold
 from pytest_sglang.judge.explain.findings import Explanation, Finding, Status
 from pytest_sglang.judge.explain.kb import SEVERITIES, KnowledgeBase, Rule
+from pytest_sglang.judge.explain.platforms import not_judged
+from pytest_sglang.judge.explain.refusals import architecture_findings, refusal_findings
 from pytest_sglang.judge.explain.situation import _MISSING, Situation
+from pytest_sglang.judge.explain.unresolved import unresolved_gap, unresolved_help
 
 _ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 _STATUS_ORDER = {"contradicted": 0, "confirmed": 1, "predicted": 2, "undecided": 3}
@@ -51,7 +54,7 @@ def explain_situation(situation: Situation) -> Explanation:
     evaluated = 0
     for rule in kb.applicable(release):
         evaluated += 1
-        if rule.kind in ("deprecated", "unknown-flag"):
+        if rule.kind in ("deprecated", "unknown-flag", "refused", "unknown-arch"):
             findings += _flag_findings(rule, situation, release)
             continue
         situation.before = rule.setting
@@ -73,12 +76,20 @@ def explain_situation(situation: Situation) -> Explanation:
     # A cap binds only if it is below the request, and decides the value only if no other cap on
     # the same setting is certainly lower (binding.py).
     bounds = {rule.id: cap_bound(situation, rule, predicted) for rule, predicted in fired if rule.kind == "cap"}
+    chains = _chains(fired)
+    chains_last = {rule.setting: predicted for rule, predicted in fired}
     for rule, predicted in fired:
+        chain = chains.get(rule.setting)
+        if chain is not None and last[rule.setting] != rule.id and not _same_step(predicted, chains_last[rule.setting]):
+            continue  # a step: the last rule's finding reports the final value, and every step
         tighter = rule.kind == "cap" and _certainly_tighter(rule, fired, bounds)
         finding = _finding(rule, situation, release, predicted, final=last[rule.setting] == rule.id, bound=bounds.get(rule.id), tighter=tighter)
         if finding is not None:
-            findings.append(finding)
-    findings += [_gap(kb, fact, rules) for fact, rules in sorted(undecided.items())]
+            findings.append(finding if chain is None or last[rule.setting] != rule.id else finding.model_copy(update={"chain": chain}))
+    findings += [_gap(kb, fact, rules, situation) for fact, rules in sorted(undecided.items())]
+    off_platform = not_judged(situation, kb.applicable(release))  # an NPU, XPU or CPU: one line
+    if off_platform is not None:
+        findings.append(off_platform)
     findings.sort(key=lambda f: (_ORDER[f.severity], _STATUS_ORDER[f.status], f.rule))
     return Explanation(
         target=situation.target,
@@ -90,6 +101,29 @@ def explain_situation(situation: Situation) -> Explanation:
         findings=findings,
         rules_evaluated=evaluated,
     )
+
+
+def _chains(fired: list[tuple[Rule, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The settings several rules set in turn to different values (a start-up value overridden
+    again, e.g. the GPU-memory chunked prefill size, then DP attention's division of it): each
+    step in order, its rule and the value it gave. Rules that agree on one value are not steps;
+    caps and ``runtime.`` values are limits, not steps."""
+    steps: dict[str, list[tuple[Rule, Any]]] = {}
+    for rule, predicted in fired:
+        steps.setdefault(rule.setting, []).append((rule, predicted))
+    return {
+        setting: [{"rule": r.id, "title": r.title, "value": None if is_unknown(v) else v} for r, v in chain]
+        for setting, chain in steps.items()
+        if not setting.startswith("runtime.") and all(r.kind == "override" for r, _ in chain)
+        and any(not _same_step(v, chain[-1][1]) for _, v in chain)
+    }
+
+
+def _same_step(a: Any, b: Any) -> bool:
+    """Two rules' values agree (an unknown value agrees only with another unknown one)."""
+    if is_unknown(a) or is_unknown(b):
+        return is_unknown(a) and is_unknown(b)
+    return _same(a, b)
 
 
 def _certainly_tighter(rule: Rule, fired: list[tuple[Rule, Any]], bounds: dict[str, CapBound]) -> bool:
@@ -126,13 +160,17 @@ def _known(situation: Situation, fact: str) -> bool:
 
 
 def _help(kb: KnowledgeBase, fact: str) -> str:
+    if fact.startswith("unresolved."):
+        return unresolved_help(fact)
     entry = kb.knowledge.facts.get(fact)
     if entry is None:
         return f"give {fact}"
     return f"{entry.what}: {entry.pytest} (pytest), {entry.cli} (command line), {entry.library} (library)"
 
 
-def _gap(kb: KnowledgeBase, fact: str, rules: list[Rule]) -> Finding:
+def _gap(kb: KnowledgeBase, fact: str, rules: list[Rule], situation: Situation | None = None) -> Finding:
+    if fact.startswith("unresolved.") and situation is not None and situation.launch is not None:
+        return unresolved_gap(fact, [r.id for r in rules], situation.launch)
     entry = kb.knowledge.facts.get(fact)
     what = entry.what if entry else fact
     ids = [r.id for r in rules]
@@ -209,6 +247,8 @@ def _finding(
         uncertain = not bound.exact
         if bound.low is not None and not bound.exact and is_unknown(predicted) and bound.figures:
             predicted_range = (bound.low, bound.high)
+        elif bound.exact and is_unknown(predicted):
+            predicted = bound.low  # the pool estimate (or the cap's own clamp) fixes it before start
         if number is not None and not binds and observed is _MISSING:
             limit_text = threshold(situation, rule, number, bound)
     if rule.kind == "error":
@@ -391,9 +431,23 @@ def _citations(kb: KnowledgeBase, rule: Rule, release: Version | None) -> list[s
     return out
 
 
+def refusals_of(situation: Situation) -> list[Finding]:
+    """The ERRORs the per-release flag and model tables give (flags, values and words argparse
+    refuses, an architecture the registry lacks), with no other rule evaluated: enough to tell
+    that a release refuses the command, and why."""
+    release, _ = rules_release(situation.kb, situation)
+    kinds = ("unknown-flag", "refused", "unknown-arch")
+    return [f for rule in situation.kb.applicable(release) if rule.kind in kinds for f in _flag_findings(rule, situation, release) if f.severity == "error"]
+
+
 def _flag_findings(rule: Rule, situation: Situation, release: Version | None) -> list[Finding]:
-    """The rules the per-release flag tables carry: deprecated flags, and flags a release
-    does not know (argparse refuses them)."""
+    """The rules the per-release flag and model tables carry: deprecated flags, flags a release
+    does not know (argparse refuses them), values and words it refuses, and an architecture its
+    model registry lacks (:mod:`.refusals`)."""
+    if rule.kind == "refused":
+        return refusal_findings(rule, situation, release)
+    if rule.kind == "unknown-arch":
+        return architecture_findings(rule, situation, release)
     launch = situation.launch
     if launch is None:
         return []
@@ -408,7 +462,9 @@ def _flag_findings(rule: Rule, situation: Situation, release: Version | None) ->
                 Finding(
                     id=f"{rule.id}:{flag}",
                     rule=rule.id,
-                    severity="warning",
+                    # A deprecated spelling that still sets its value is information; one the
+                    # release ignores is a no-op, a warning (the severity contract).
+                    severity="warning" if ignored else "info",
                     status="predicted" if situation.mode != "target" else "confirmed",
                     setting=dest or flag,
                     title=f"{flag} is deprecated in SGLang {launch.flag_table_version}",
@@ -423,7 +479,11 @@ def _flag_findings(rule: Rule, situation: Situation, release: Version | None) ->
                 )
             )
     elif situation.mode != "target":  # a server that started had no unknown flag
+        ambiguous = {r.flag for r in launch.refusals if r.kind == "ambiguous-flag"}  # flags.refused says so, in argparse's words
+        said = {r.flag: r.message for r in launch.refusals if r.kind == "unknown-flag"}
         for flag, value in sorted(launch.unknown.items()):
+            if flag in ambiguous:
+                continue
             out.append(
                 Finding(
                     id=f"{rule.id}:{flag}",
@@ -432,7 +492,7 @@ def _flag_findings(rule: Rule, situation: Situation, release: Version | None) ->
                     status="predicted" if situation.mode != "target" else "confirmed",
                     setting=flag,
                     title=f"SGLang {launch.flag_table_version} does not know {flag}",
-                    summary=f"{flag} is not an option of SGLang {launch.flag_table_version}: argparse refuses to start (unrecognized arguments)",
+                    summary=f"{flag} is not an option of SGLang {launch.flag_table_version}: argparse refuses to start ({said.get(flag) or 'unrecognized arguments'})",
                     requested=value,
                     requested_source=f"launch command ({situation.launch_source or 'given'})",
                     cause=rule.explanation.strip(),

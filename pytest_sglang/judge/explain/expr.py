@@ -82,6 +82,24 @@ def _lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
+_STEPS_LIMIT = 4096  # items a steps() list may hold: SGLang's capture lists hold a few hundred
+
+
+def _steps(start: Any, stop: Any, step: Any = 1) -> list[Any]:
+    """The integers from ``start`` below ``stop`` by ``step`` (Python's ``range``, as a list):
+    how SGLang writes its CUDA graph capture sizes."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, stop, step)) or step <= 0:
+        raise ExpressionError("steps(start, stop, step) takes whole numbers and a positive step")
+    if (stop - start) // step > _STEPS_LIMIT:
+        raise ExpressionError(f"steps() would hold more than {_STEPS_LIMIT} values")
+    return list(range(start, stop, step))
+
+
+def _upto(values: Any, limit: Any) -> list[Any]:
+    """The items of a list that are at most ``limit``, in order."""
+    return [v for v in values if v <= limit]
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "min": min,
     "max": max,
@@ -93,12 +111,21 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "tier": _tier,
     "clamp": _clamp,
     "lower": _lower,
+    "steps": _steps,
+    "upto": _upto,
 }
 # Functions whose meaning depends on the scope (rule outcomes, whether a flag was given).
 SCOPE_FUNCTIONS = frozenset({"fired", "given"})
 
+def _add(a: Any, b: Any) -> Any:
+    """``+``; a list written in a rule (a tuple) joins a list a function gave (a list)."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and type(a) is not type(b):
+        return [*a, *b]
+    return a + b
+
+
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
+    ast.Add: _add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
     ast.Div: operator.truediv,

@@ -56,6 +56,9 @@ class Finding(BaseModel):
     lint: bool = False
     """Whether ``--sglang-lint`` fails on it: an error, or a requested flag that is a no-op
     or overridden on the target."""
+    chain: list[dict[str, Any]] = Field(default_factory=list)
+    """When several rules set the setting in turn: each step in order (``rule``, ``title``,
+    ``value``); the last is the value this finding reports."""
 
 
 class Explanation(BaseModel):

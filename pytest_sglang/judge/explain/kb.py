@@ -26,7 +26,8 @@ from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from pytest_sglang.base.errors import SGLangError
-from pytest_sglang.model.versions import parse_version
+from pytest_sglang.model.knowledge.model_tables import model_table, model_table_versions
+from pytest_sglang.model.versions import nearest_release, parse_version
 from pytest_sglang.parse.launch import table_versions
 from pytest_sglang.judge.explain.expr import Expression, ExpressionError, compile_expression
 
@@ -37,7 +38,10 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
-Kind = Literal["override", "cap", "noop", "error", "deprecated", "unknown-flag"]
+# deprecated, unknown-flag, refused (a value argparse or SGLang's argument handling refuses) and
+# unknown-arch (an architecture the release's model registry lacks) are built from the
+# per-release flag and model tables, one finding per flag, value or architecture.
+Kind = Literal["override", "cap", "noop", "error", "deprecated", "unknown-flag", "refused", "unknown-arch"]
 
 # The names a rule expression may start with (see docs/explain.md, "Facts").
 FACT_ROOTS = frozenset({"gpu", "model", "requested", "arg", "effective", "runtime", "list", "derived", "env"})
@@ -242,6 +246,13 @@ class KnowledgeBase:
             except ExpressionError as exc:
                 raise KnowledgeError(f"knowledge.toml [derived] {name}: {exc}") from None
         self.lists = {name: frozenset(members) for name, members in knowledge.lists.items()}
+        # A list each release's model table holds is read per release (list_for); these are
+        # the newest table's, for a situation whose release is unknown.
+        self.release_lists = release_list_names()
+        newest_table = model_table(model_table_versions()[-1]) if model_table_versions() else None
+        for name in self.release_lists - set(self.lists):
+            self.lists[name] = newest_table.lists.get(name, frozenset()) if newest_table else frozenset()
+        self._list_cache: dict[tuple[str, str | None], frozenset[str]] = {}
         self.files = dict(files or {})
         self.order = _evaluation_order(rules, self.files, self.derived)
         self._applicable: dict[str | None, tuple[Rule, ...]] = {}
@@ -263,6 +274,18 @@ class KnowledgeBase:
                 rules = (r for r in self.order if r.covers(release))
             self._applicable[key] = tuple(rules)
         return self._applicable[key]
+
+    def list_for(self, name: str, version: Version | None) -> frozenset[str]:
+        """A list as the release reads it: its own model table's, when the table holds the
+        list; a list that release does not define is empty (nothing is on it); a list no table
+        holds is the knowledge files' (``KeyError`` for a name neither has)."""
+        if name not in self.release_lists or version is None or not model_table_versions():
+            return self.lists[name]
+        key = (name, str(version))
+        if key not in self._list_cache:
+            table = model_table(nearest_release(version, model_table_versions()))
+            self._list_cache[key] = table.lists.get(name, frozenset()) if table is not None else self.lists[name]
+        return self._list_cache[key]
 
     def line_of(self, source: SourceRef, release: str) -> int | None:
         """The line ``source.anchor`` is on in ``release`` (from the lock), if known."""
@@ -426,6 +449,8 @@ def load_from(*, knowledge_text: str, rule_texts: dict[str, str], lock_text: str
             for key, value in table.items():
                 if key in merged[section]:
                     raise KnowledgeError(f"{name}: [{section}] {key} is defined twice")
+                if section == "lists" and key in release_list_names():
+                    raise KnowledgeError(f"{name}: [lists] {key} is defined twice: each release's model table (models/) holds it")
                 merged[section][key] = value
         for index, entry in enumerate(raw.get("rule", [])):
             try:
@@ -451,12 +476,22 @@ def load_from(*, knowledge_text: str, rule_texts: dict[str, str], lock_text: str
     newest = max(table_versions(), key=Version)
     for rule in rules:
         for name in rule.reads:
-            if name.startswith("list.") and name.removeprefix("list.") not in knowledge.lists:
+            if name.startswith("list.") and name.removeprefix("list.") not in knowledge.lists and name.removeprefix("list.") not in release_list_names():
                 raise KnowledgeError(f"{seen[rule.id]} rule {rule.id}: {name} is not a list (knowledge.toml or a rule file's [lists])")
             if name.startswith("derived.") and name.removeprefix("derived.") not in knowledge.derived:
                 raise KnowledgeError(f"{seen[rule.id]} rule {rule.id}: {name} is not a derived value (knowledge.toml or a rule file's [derived])")
     return KnowledgeBase(knowledge, rules, lock, newest, files=seen)
 
+
+
+@lru_cache(maxsize=1)
+def release_list_names() -> frozenset[str]:
+    """The names of the lists the per-release model tables hold (any release's)."""
+    names: set[str] = set()
+    for version in model_table_versions():
+        table = model_table(version)
+        names |= set(table.lists) if table is not None else set()
+    return frozenset(names)
 
 
 def _first_error(exc: Exception) -> str:

@@ -2,11 +2,14 @@
 
 A pasted command rarely says its release. Judging it by the newest release's flag table calls a
 flag that was valid for a year "unknown" and a flag deprecated last month "deprecated" for every
-older deployment. Instead: the releases whose own flag tables accept every flag of the command
-are the candidates (``accepted by SGLang 0.5.14-0.5.19``); the command is explained once per
-candidate, with that release's flag table and rules; a finding that every candidate gives is
-kept as it is, and one that only some give becomes an info line naming those releases. When no
-release accepts every flag, every release refuses the command, and that is the error.
+older deployment. Instead: the releases that accept every part of the command are the
+candidates (``accepted by SGLang 0.5.14-0.5.19``): every flag is one of theirs, every value one
+their argparse reads (its type, its choices), the model's architecture is in their model
+registry, and no rule of theirs says they refuse to start. The command is explained once per
+candidate, with that release's flag table and rules; a finding that every candidate gives is kept
+as it is, and one that only some give becomes an info line naming those releases. The releases
+that refuse it are named, with what each refuses. When no release accepts the command, that is
+the error, naming the nearest releases and what each of them refuses.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from typing import Any, Callable, Mapping, Sequence
 from packaging.version import Version
 
 from pytest_sglang.parse.launch import LaunchCommand, parse_launch_command, split_command, table_versions
-from pytest_sglang.judge.explain.engine import explain_situation
+from pytest_sglang.judge.explain.engine import explain_situation, refusals_of
 from pytest_sglang.judge.explain.findings import Explanation, Finding
+from pytest_sglang.judge.explain.refusals import short_reason
 from pytest_sglang.judge.explain.situation import Situation
 
-_FLAG_RULES = ("flags.deprecated", "flags.unknown")
+_FLAG_RULES = ("flags.deprecated", "flags.unknown", "flags.refused", "model.unsupported-architecture")
+# What the table rules' findings are about, in the words a reason is given in.
+_TABLE_RULES = ("flags.unknown", "flags.refused")
 
 
 def span(releases: Sequence[str], known: Sequence[str] | None = None) -> str:
@@ -58,7 +64,7 @@ def parse_per_release(
     first = parse_launch_command(command, sglang_version=known[-1], config_loader=loader)
     out = {known[-1]: first}
     for v in known[:-1]:
-        one = parse_launch_command(words, sglang_version=v, config_loader=loader)
+        one = parse_launch_command(words, sglang_version=v, config_loader=loader, marked=True)
         out[v] = replace(one, text=first.text, env=first.env, form=first.form, read_error=first.read_error, problems=[*problems, *one.problems])
     return {v: out[v] for v in known}
 
@@ -66,13 +72,25 @@ def parse_per_release(
 def explain_unknown_release(parsed: Mapping[str, LaunchCommand], situation_for: Callable[[LaunchCommand, Version], Situation]) -> Explanation:
     """Explain once per candidate release and keep what holds across them (module docstring)."""
     known = list(parsed)
-    accepted = [v for v, launch in parsed.items() if not launch.unknown]
+    situations = {v: situation_for(parsed[v], Version(v)) for v in known}
+    # What each release refuses: its tables first (cheap); a release they accept is explained
+    # whole, and refuses the command when a rule of its own says it does not start.
+    refused = {v: refusals_of(situations[v]) for v in known}
+    per: dict[str, Explanation] = {}
+    for v in known:
+        if not refused[v]:
+            per[v] = explain_situation(situations[v])
+            refused[v] = [f for f in per[v].findings if f.severity == "error" and f.status != "undecided"]
+    accepted = [v for v in known if not refused[v]]
     judged = accepted or known
-    per = {v: explain_situation(situation_for(parsed[v], Version(v))) for v in judged}
+    for v in judged:
+        if v not in per:
+            per[v] = explain_situation(situations[v])
+    reasons = {v: _reasons(parsed[v], refused[v]) for v in known}
     everywhere = span(judged, known)
     groups: dict[Any, dict[str, Finding]] = {}
-    for v, explanation in per.items():
-        for finding in explanation.findings:
+    for v in judged:
+        for finding in per[v].findings:
             groups.setdefault(_key(finding), {})[v] = finding
     findings: list[Finding] = []
     for by_release in groups.values():
@@ -98,24 +116,56 @@ def explain_unknown_release(parsed: Mapping[str, LaunchCommand], situation_for: 
                     }
                 )
             )
-    if not accepted and not any(f.rule == "flags.unknown" and f.severity == "error" for f in findings):
-        # Each flag is known somewhere, but no release knows them all: each release refuses one.
-        findings.append(_refused_everywhere(parsed, known))
+    if not accepted and not any(f.severity == "error" for f in findings):
+        # Each release refuses a part of the command, but no part is refused by every release.
+        findings.append(_refused_everywhere(parsed, reasons, known))
     newest_explanation = per[judged[-1]]
     if accepted:
-        lead = f"the SGLang version is unknown: every flag of the command is accepted by SGLang {everywhere}"
+        lead = f"the SGLang version is unknown: every part of the command (its flags, their values, the model's architecture) is accepted by SGLang {everywhere}"
+        refusing = [v for v in known if v not in accepted]
+        if refusing:
+            lead += f" ({_who_refuses(refusing, reasons, known)})"
     else:
-        lead = "the SGLang version is unknown, and no release from {} to {} accepts every flag of the command".format(known[0], known[-1])
+        lead = "the SGLang version is unknown, and no release from {} to {} accepts every part of the command".format(known[0], known[-1])
     notes = [
         f"{lead}; findings hold for each of those releases, and what holds for some is an info line naming those "
         "(give --sglang-version to judge one release)",
-        *dict.fromkeys(n for e in per.values() for n in e.notes if "version" not in n and "flag table" not in n),
+        *dict.fromkeys(n for v in judged for n in per[v].notes if "version" not in n and "flag table" not in n),
     ]
     order = {"error": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: (order[f.severity], f.id.startswith("gap."), f.rule))
     return newest_explanation.model_copy(
         update={"sglang_version": None, "rules_version": everywhere, "notes": notes, "findings": findings, "rules_evaluated": max(e.rules_evaluated for e in per.values())}
     )
+
+
+def _reasons(launch: LaunchCommand, refused: list[Finding]) -> tuple[str, ...]:
+    """What a release refuses, in words the same in every release (so releases group)."""
+    out = [short_reason(r) for r in launch.refusals]
+    for finding in refused:
+        if finding.rule in _TABLE_RULES:
+            continue  # the launch command's refusals above
+        if finding.rule == "model.unsupported-architecture":
+            out.append(f"the architecture {finding.requested} (not in its model registry)")
+        else:
+            out.append(finding.title)
+    return tuple(dict.fromkeys(out))
+
+
+def _who_refuses(releases: list[str], reasons: Mapping[str, tuple[str, ...]], known: list[str], *, most: int = 3) -> str:
+    """``SGLang 0.5.5-0.5.10 refuse --speculative-algorithm 'DFLASH' (not one of its choices)``,
+    releases grouped by what they refuse, the fewest refusals first."""
+    by_reasons: dict[tuple[str, ...], list[str]] = {}
+    for v in releases:
+        by_reasons.setdefault(reasons[v], []).append(v)
+    ordered = sorted(by_reasons.items(), key=lambda kv: (len(kv[0]), -known.index(kv[1][-1])))
+    parts = []
+    for why, where in ordered[:most]:
+        verb = "refuses" if len(where) == 1 else "refuse"
+        parts.append(f"SGLang {span(where, known)} {verb} {', '.join(why) if why else 'it'}")
+    if len(ordered) > most:
+        parts.append(f"and {len(ordered) - most} more groups of releases refuse other parts")
+    return "; ".join(parts)
 
 
 def _key(finding: Finding) -> Any:
@@ -137,19 +187,36 @@ def _flag_finding(finding: Finding, release: str, where: str, *, whole: bool) ->
     return finding.model_copy(update=update)
 
 
-def _refused_everywhere(parsed: Mapping[str, LaunchCommand], known: list[str]) -> Finding:
+def _refused_everywhere(parsed: Mapping[str, LaunchCommand], reasons: Mapping[str, tuple[str, ...]], known: list[str]) -> Finding:
+    """No release accepts every part of the command: the nearest releases (the fewest parts
+    refused) and what each refuses."""
     flags = sorted({flag for launch in parsed.values() for flag in launch.unknown})
-    where = "; ".join(f"{flag} is known to SGLang {span([v for v, launch in parsed.items() if flag not in launch.unknown], known)}" for flag in flags)
+    # Flags only (none a value, a word or the architecture): said as the flags each release knows.
+    flag_kinds = ("unknown-flag", "ambiguous-flag")
+    only_flags = all(all(r.kind in flag_kinds for r in launch.refusals) and len(reasons[v]) == len(launch.refusals) for v, launch in parsed.items())
+    fewest = min(len(r) for r in reasons.values())
+    nearest = [v for v in known if len(reasons[v]) == fewest]
+    said = f"the nearest: {_who_refuses(nearest, reasons, known)}"
+    if only_flags and flags:
+        where = "; ".join(f"{flag} is known to SGLang {span([v for v, launch in parsed.items() if flag not in launch.unknown], known) or 'no release'}" for flag in flags)
+        summary = f"no single release knows every flag: {where}; argparse refuses to start (unrecognized arguments); {said}"
+        rule = "flags.unknown"
+    else:
+        summary = f"no release accepts every part of the command; {said}"
+        rule = "flags.refused"
     return Finding(
-        id="flags.unknown:every-release",
-        rule="flags.unknown",
+        id=f"{rule}:every-release",
+        rule=rule,
         severity="error",
         status="predicted",
         setting="launch_command",
         title=f"every SGLang release from {known[0]} to {known[-1]} refuses this command",
-        summary=f"no single release knows every flag: {where}; argparse refuses to start (unrecognized arguments)",
-        cause="argparse refuses a flag its parser does not define, and stops before the server starts.",
-        versions=f"SGLang {known[0]}-{known[-1]} flag tables",
-        knobs=["keep the flags of the deployment's own release: check them against its `python -m sglang.launch_server --help`"],
+        summary=summary,
+        cause=(
+            "Each release refuses a different part of the command: argparse refuses a flag its parser does not define "
+            "or a value it cannot read, and a release loads only the architectures of its model registry."
+        ),
+        versions=f"SGLang {known[0]}-{known[-1]} flag and model tables",
+        knobs=[f"change what the nearest release refuses, or run it: SGLang {span(nearest, known)}", "check the command against the deployment's own release: `python -m sglang.launch_server --help`"],
         lint=True,
     )

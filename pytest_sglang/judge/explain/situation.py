@@ -14,9 +14,18 @@ from typing import TYPE_CHECKING, Any, Mapping
 from packaging.version import Version
 
 from pytest_sglang.base.errors import SpecError
-from pytest_sglang.model.gpu import memory_mib_from_name, sm_from_capability, sm_from_name
+from pytest_sglang.model.gpu import (
+    PLATFORMS,
+    amd_gpu,
+    memory_mib_from_name,
+    platform_from_device,
+    platform_from_name,
+    sm_from_capability,
+    sm_from_name,
+)
 from pytest_sglang.parse.launch import LaunchCommand, flag_table
 from pytest_sglang.model.versions import parse_version
+from pytest_sglang.judge.explain.checkpoint import match_model_path
 from pytest_sglang.judge.explain.expr import Scope, Unknown, is_unknown
 from pytest_sglang.judge.explain.kb import KnowledgeBase
 
@@ -30,6 +39,10 @@ _MISSING = object()
 class Fact:
     value: Any
     source: str
+    # A model family read from a list (not from the model's config): it is decided again from
+    # each release's own list, with the architectures it was read for.
+    from_list: str | None = None
+    archs: tuple[str, ...] = ()
 
 
 @dataclass
@@ -73,13 +86,15 @@ class Situation(Scope):
         if name.startswith("given:"):
             if self.launch is None:
                 return Unknown(frozenset({"requested"}))
-            return name[6:] in self.launch.requested
+            return name[6:] in self.launch.requested or name[6:] in self.launch.unresolved
         root, _, rest = name.partition(".")
         if root == "gpu":
             fact = self.gpu.get(rest)
             return fact.value if fact is not None and fact.value is not None else Unknown(frozenset({name}))
         if root == "model":
             fact = self.model.get(rest)
+            if fact is not None and fact.from_list is not None:
+                fact = self._per_release(rest, fact)
             if fact is not None and fact.value is not None:
                 return fact.value
             # The architecture and its families come with its name; the rest is in its config.json.
@@ -87,10 +102,14 @@ class Situation(Scope):
         if root == "env":
             if self.launch is None:
                 return Unknown(frozenset({"requested"}))
+            if name in self.launch.unresolved:  # a value the shell text does not give: never judged
+                return Unknown(frozenset({f"unresolved.{name}"}))
             return self.launch.env.get(rest)
         if root == "requested":
             if self.launch is None:
                 return Unknown(frozenset({"requested"}))
+            if rest in self.launch.unresolved:
+                return Unknown(frozenset({f"unresolved.{rest}"}))
             return self.launch.requested.get(rest)
         if root == "arg":
             return self.argument(rest)
@@ -100,7 +119,7 @@ class Situation(Scope):
             value = getattr(self.runtime, rest, None) if self.runtime is not None else None
             return value if value is not None else Unknown(frozenset({"runtime"}))
         if root == "list":
-            return self.kb.lists[rest]
+            return self.kb.list_for(rest, self.version)
         if root == "derived":
             if self.before is not None and self.mode == "target":  # may read the value before a rule: not shared
                 return self.kb.derived[rest].evaluate(self)
@@ -113,6 +132,8 @@ class Situation(Scope):
         """An argument as given before SGLang adjusts it: the launch command's value, else the
         release's default; without a launch command, the value the target reports."""
         if self.launch is not None:
+            if name in self.launch.unresolved:  # given, as a value the shell text does not give
+                return Unknown(frozenset({f"unresolved.{name}"}))
             if name in self.launch.requested:
                 return self.launch.requested[name]
             return self.default(name)
@@ -163,6 +184,19 @@ class Situation(Scope):
         value = _path(self.reported, setting)
         return value, (f"{self.reported_source} {setting}" if value is not _MISSING else None)
 
+    def _per_release(self, family: str, fact: Fact) -> Fact:
+        """A family read from a list, as this release's list has it. A multimodal architecture
+        that SGLang keeps text-only unless its config has a vision and an audio config (MiMo V2,
+        0.5.12+) is multimodal only by its config.json: unknown from its name alone."""
+        assert fact.from_list is not None
+        members = self.kb.list_for(fact.from_list, self.version)
+        hit = next((a for a in fact.archs if a in members), None)
+        release = f"SGLang {self.version}'s" if self.version is not None else "the"
+        if family == "multimodal" and hit is not None and hit in self.kb.list_for("multimodal_config_archs", self.version):
+            return Fact(None, f"{hit} is multimodal only when its config.json has vision_config and audio_config")
+        where = f"{hit} in {release} {fact.from_list} list" if hit else f"{fact.archs[0]} not in {release} {fact.from_list} list"
+        return Fact(hit is not None, where, fact.from_list, fact.archs)
+
     def facts(self) -> dict[str, Any]:
         """The facts used, with their sources, for reports."""
         out: dict[str, Any] = {
@@ -171,7 +205,10 @@ class Situation(Scope):
         for key, fact in self.gpu.items():
             out[f"gpu.{key}"] = {"value": fact.value, "source": fact.source}
         for key, fact in self.model.items():
+            fact = self._per_release(key, fact) if fact.from_list is not None else fact
             value = sorted(fact.value) if isinstance(fact.value, (set, frozenset)) else fact.value
+            if key == "config" and isinstance(value, Mapping):  # the whole config.json: its size is enough here
+                value = f"{len(value)} fields"
             out[f"model.{key}"] = {"value": value, "source": fact.source}
         out["launch_command"] = {"value": self.launch.text if self.launch else None, "source": self.launch_source}
         if self.mode == "target":
@@ -199,9 +236,9 @@ def model_facts(kb: KnowledgeBase, archs: list[str], source: str, signals: Mappi
     the lists when present."""
     facts: dict[str, Fact] = {}
     if archs:
-        facts["arch"] = Fact(archs[0], source)
+        facts["arch"] = Fact(archs[0], source, archs=tuple(archs))
     signals = dict(signals or {})
-    for name in ("vision_layers", "vision_hidden", "quant_method"):
+    for name in ("vision_layers", "vision_hidden", "quant_method", "context_len", "num_kv_heads", "custom_code", "config", "weights_bytes"):
         if name in signals:
             value, where = signals.pop(name)
             facts[name] = Fact(value, where)
@@ -211,17 +248,21 @@ def model_facts(kb: KnowledgeBase, archs: list[str], source: str, signals: Mappi
             facts[family] = Fact(bool(value), where)
         elif archs:
             members = kb.lists[list_name]
-            facts[family] = Fact(any(a in members for a in archs), f"{archs[0]} in the {list_name} list" if archs[0] in members else f"{archs[0]} not in the {list_name} list")
+            facts[family] = Fact(any(a in members for a in archs), f"{archs[0]} in the {list_name} list" if archs[0] in members else f"{archs[0]} not in the {list_name} list", list_name if list_name in kb.release_lists else None, tuple(archs))
     return facts
 
 
 def config_signals(config: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    """What a model's ``config.json`` says about its families."""
-    out: dict[str, tuple[Any, str]] = {}
+    """What a model's ``config.json`` says about its families (and the mapping itself: the pool
+    sizing reads its shapes)."""
+    out: dict[str, tuple[Any, str]] = {"config": (config, "the model's config.json")}
     nested = config.get("text_config")
     text: Mapping[str, Any] = nested if isinstance(nested, Mapping) else config
     if "vision_config" in config or "audio_config" in config:
         out["multimodal"] = (True, "config.json has vision_config")
+    auto_map = config.get("auto_map")
+    if isinstance(auto_map, Mapping) and "AutoModel" in auto_map:  # the checkpoint brings its model's code
+        out["custom_code"] = (True, "config.json auto_map.AutoModel")
     experts = [text.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")]
     if any(isinstance(e, int) and e > 1 for e in experts):
         out["moe"] = (True, "config.json num_experts")
@@ -231,6 +272,12 @@ def config_signals(config: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         layers, hidden = vision.get("num_hidden_layers"), vision.get("hidden_size")
         out["vision_layers"] = (layers if isinstance(layers, int) else 24, "config.json vision_config.num_hidden_layers" if isinstance(layers, int) else "SGLang's default 24 (config.json vision_config has no num_hidden_layers)")
         out["vision_hidden"] = (hidden if isinstance(hidden, int) else 1024, "config.json vision_config.hidden_size" if isinstance(hidden, int) else "SGLang's default 1024 (config.json vision_config has no hidden_size)")
+    context = _context_len(text)
+    if context is not None:
+        out["context_len"] = context
+    kv_heads = _num_kv_heads(text)
+    if kv_heads is not None:
+        out["num_kv_heads"] = kv_heads
     quant = config.get("quantization_config")
     if isinstance(quant, Mapping) and isinstance(quant.get("quant_method"), str):
         out["quant_method"] = (quant["quant_method"], "config.json quantization_config.quant_method")
@@ -240,6 +287,42 @@ def config_signals(config: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     elif "full_attention_interval" in text or "linear_num_value_heads" in text:
         out["hybrid"] = (True, "config.json has linear-attention settings")
     return out
+
+
+# Where SGLang's get_context_length looks, in order (utils/hf_transformers/common.py
+# CONTEXT_LENGTH_KEYS, 0.5.12 :365-371), and its default when none is there.
+_CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+# Where ModelConfig.get_total_num_kv_heads looks (0.5.12 configs/model_config.py:846-864).
+_KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")
+
+
+def _context_len(text: Mapping[str, Any]) -> tuple[int, str] | None:
+    """The context length SGLang derives from the text config: the first length key, times the
+    rope scaling factor unless the scaling keeps the original length (llama3, or an
+    original_max_position_embeddings)."""
+    rope = text.get("rope_scaling")
+    factor: Any = 1
+    if isinstance(rope, Mapping) and rope:
+        factor = rope.get("factor", 1)
+        if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+            factor = 1
+    if not isinstance(factor, (int, float)) or isinstance(factor, bool):
+        return None
+    for key in _CONTEXT_KEYS:
+        value = text.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return int(factor * value), f"config.json {key}" + (f" x rope factor {factor}" if factor != 1 else "")
+    return None
+
+
+def _num_kv_heads(text: Mapping[str, Any]) -> tuple[int, str] | None:
+    if text.get("multi_query") is True:
+        return 1, "config.json multi_query"
+    for key in (*_KV_HEAD_KEYS, "num_attention_heads"):
+        value = text.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, f"config.json {key}"
+    return None
 
 
 # A model's config.json is some KiB (a large vision-language model's, tens of KiB).
@@ -278,6 +361,20 @@ def read_model(model: str | Mapping[str, Any] | None) -> tuple[list[str], dict[s
     return [text], {}, "given architecture"
 
 
+def catalog_model(model_path: Any, notes: list[str] | None = None) -> tuple[list[str], dict[str, tuple[Any, str]], str]:
+    """The model a model path names, read from its catalog entry as :func:`read_model` reads a
+    config.json (nothing when the path names no known checkpoint). ``notes`` gets the line
+    saying which entry was used, or that the repository named is not in the catalog."""
+    match = match_model_path(model_path)
+    note = match.note() if model_path else None
+    if note and notes is not None:
+        notes.append(note)
+    if match.entry is None:
+        return [], {}, ""
+    signals = {name: (value, f"{match.source}: {why}") for name, (value, why) in config_signals(match.entry.config).items()}
+    return [match.entry.architecture], signals, match.source
+
+
 def _archs_of(config: Mapping[str, Any], where: str) -> list[str]:
     archs = config.get("architectures")
     if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
@@ -285,21 +382,37 @@ def _archs_of(config: Mapping[str, Any], where: str) -> list[str]:
     return list(archs)
 
 
-def gpu_facts(*, gpu: str | None = None, sm: Any = None, count: Any = None, memory: Any = None) -> dict[str, Fact]:
-    """A GPU given by name and/or compute capability, how many, and memory per GPU."""
+def gpu_facts(
+    *,
+    gpu: str | None = None,
+    sm: Any = None,
+    count: Any = None,
+    memory: Any = None,
+    platform: str | None = None,
+    device: Any = None,
+    notes: list[str] | None = None,
+    device_where: str = "in the launch command",
+) -> dict[str, Fact]:
+    """A GPU given by name and/or compute capability, how many, memory per GPU, and the
+    platform SGLang runs on (given, from ``--device``, from the name, or CUDA for a compute
+    capability). A name the catalog does not hold leaves what it would tell unknown and adds one
+    warning to ``notes``; it never stops the explanation."""
     facts: dict[str, Fact] = {}
-    if gpu:
-        facts["name"] = Fact(str(gpu), "given GPU name")
+    name = str(gpu).strip() if gpu is not None and str(gpu).strip() else None
+    amd = amd_gpu(name)
+    if name:
+        facts["name"] = Fact(name, "given GPU name")
     if sm is not None:
         facts["sm"] = Fact(sm_from_capability(sm), "given compute capability")
-    elif gpu:
-        from_name = sm_from_name(str(gpu))
+    elif name:
+        from_name = sm_from_name(name)
         if from_name is not None:
-            facts["sm"] = Fact(from_name, f"GPU name {gpu!r} in the name table")
-        elif str(gpu).strip().lower().removeprefix("sm").replace(".", "").isdigit():
-            facts["sm"] = Fact(sm_from_capability(str(gpu)), "given compute capability")
-        else:
-            raise SpecError(f"GPU {gpu!r} is not in the name table: give its compute capability instead (e.g. --sm 120)")
+            facts["sm"] = Fact(from_name, f"GPU name {name!r} in the name table")
+        elif amd is None and name.lower().removeprefix("sm").replace(".", "").isdigit():
+            facts["sm"] = Fact(sm_from_capability(name), "given compute capability")
+    if amd is not None and amd.gfx is not None:
+        facts["gfx"] = Fact(amd.gfx, f"{amd.name} is {amd.gfx} (AMD's GPU specifications)")
+    facts.update(platform_fact(platform=platform, device=device, device_where=device_where, name=name, sm_given=sm is not None or "sm" in facts))
     if count is not None:
         try:
             n = int(count)
@@ -310,16 +423,50 @@ def gpu_facts(*, gpu: str | None = None, sm: Any = None, count: Any = None, memo
         facts["count"] = Fact(n, "given GPU count")
     if memory is not None:
         facts["memory_mib"] = Fact(parse_memory_mib(memory), "given GPU memory")
-    elif gpu:
-        _memory_from_name(facts, str(gpu))
+    elif name:
+        _memory_from_name(facts, name)
+    if name and notes is not None and facts.get("platform", Fact(None, "")).value in (None, "cuda", "hip"):
+        warning = unknown_gpu_warning(name, facts)
+        if warning:
+            notes.append(warning)
     return facts
 
 
+def platform_fact(
+    *, platform: str | None = None, device: Any = None, device_where: str = "in the launch command", name: str | None = None, sm_given: bool = False
+) -> dict[str, Fact]:
+    """``{"platform": Fact}`` when something tells: a platform given, ``--device npu|xpu|cpu|...``
+    (``cuda`` is both NVIDIA and ROCm), the GPU's vendor, or a compute capability (NVIDIA's)."""
+    if platform is not None:
+        chosen = str(platform).strip().lower()
+        if chosen not in PLATFORMS:
+            raise SpecError(f"platform {platform!r}: write one of {', '.join(PLATFORMS)}")
+        return {"platform": Fact(chosen, "given platform")}
+    from_device = platform_from_device(device)
+    if from_device is not None:
+        return {"platform": Fact(from_device, f"--device {device} {device_where}")}
+    from_name = platform_from_name(name)
+    if from_name is not None:
+        return {"platform": Fact(from_name, f"GPU name {name!r}: {PLATFORMS[from_name]}")}
+    if sm_given:
+        return {"platform": Fact("cuda", "a compute capability is given: an NVIDIA GPU")}
+    return {}
+
+
+def unknown_gpu_warning(name: str, facts: Mapping[str, Fact]) -> str | None:
+    """One line when the catalog does not know a GPU name and the facts it would give are missing."""
+    known = amd_gpu(name) is not None or sm_from_name(name) is not None or name.lower().removeprefix("sm").replace(".", "").isdigit()
+    if known or (("sm" in facts or facts.get("platform", Fact(None, "")).value == "hip") and "memory_mib" in facts):
+        return None
+    return f"warning: GPU {name!r} is not in the catalog: rules that depend on the GPU are undecided; give --sm N or --gpu-memory"
+
+
 def _memory_from_name(facts: dict[str, Fact], name: str) -> None:
-    """A GPU name sold with one memory size implies it, as nvidia-smi reports it."""
+    """A GPU name sold with one memory size implies it, as the vendor's tool reports it."""
     mib = memory_mib_from_name(name)
     if mib is not None:
-        facts["memory_mib"] = Fact(mib, f"what nvidia-smi reports for {name!r} (give the GPU memory if yours differs)")
+        tool = "rocminfo" if amd_gpu(name) is not None else "nvidia-smi"
+        facts["memory_mib"] = Fact(mib, f"what {tool} reports for {name!r} (give the GPU memory if yours differs)")
 
 
 def parse_memory_mib(text: Any) -> int:
@@ -335,6 +482,25 @@ def parse_memory_mib(text: Any) -> int:
     if unit not in units or value <= 0:
         raise SpecError(f"GPU memory {text!r}: write it as e.g. 96GiB or 97887MiB")
     return int(value * units[unit])
+
+
+def _target_platform(situation: Situation, target: Target) -> None:
+    """The platform, gfx target and (AMD) capability of a target: from the device it was launched
+    with or reports, the GPU name it reports, or nvidia-smi on its host (NVIDIA only)."""
+    snap = target.snapshot
+    name = snap.effective.gpu_name
+    amd = amd_gpu(name)
+    if amd is not None and amd.gfx is not None:
+        situation.gpu["gfx"] = Fact(amd.gfx, f"{amd.name} is {amd.gfx} (AMD's GPU specifications)")
+    requested = snap.requested.requested.get("device") if snap.requested is not None else None
+    reported = snap.server_args.as_dict().get("device")
+    where = "in the launch command" if requested else f"({snap.server_args_source or 'reported'})"
+    nvidia = bool(target.gpus) and "nvidia-smi" in str(target.facts.host.gpu_source if target.facts.host else "")
+    situation.gpu.update(platform_fact(device=requested or reported, device_where=where, name=name, sm_given=(amd is None and "sm" in situation.gpu) or nvidia))
+    if name:
+        warning = unknown_gpu_warning(name, situation.gpu)
+        if warning and situation.gpu.get("platform", Fact(None, "")).value in (None, "cuda", "hip"):
+            situation.notes.append(warning.replace("--sm N or --gpu-memory", "--sglang-sm=N, or host access so nvidia-smi can be read"))
 
 
 def from_target(kb: KnowledgeBase, target: Target) -> Situation:
@@ -356,12 +522,19 @@ def from_target(kb: KnowledgeBase, target: Target) -> Situation:
         situation.gpu["memory_mib"] = Fact(min(memories), f"{target.facts.host.gpu_source if target.facts.host else 'host'} memory.total (smallest GPU)")
     elif effective.gpu_name:
         _memory_from_name(situation.gpu, effective.gpu_name)
+    _target_platform(situation, target)
     signals: dict[str, tuple[Any, str]] = {}
     if effective.is_multimodal is not None:
         signals["multimodal"] = (effective.is_multimodal, effective.source_of("is_multimodal"))
     if effective.is_hybrid is not None:
         signals["hybrid"] = (effective.is_hybrid, effective.source_of("is_hybrid"))
-    situation.model = model_facts(kb, list(effective.architectures), effective.source_of("architectures"), signals)
+    archs, where = list(effective.architectures), effective.source_of("architectures")
+    if not archs:  # a server that names no architecture: its model path's catalog entry, if any
+        path = snap.model_info.model_path or snap.server_args.model_path or (snap.requested.requested.get("model_path") if snap.requested else None)
+        archs, entry_signals, entry_where = catalog_model(path, situation.notes)
+        signals = {**entry_signals, **signals}  # what the server says wins
+        where = entry_where or where
+    situation.model = model_facts(kb, archs, where, signals)
     situation.launch = snap.requested
     situation.launch_source = snap.launch_command_source
     situation.reported = snap.server_args.as_dict()

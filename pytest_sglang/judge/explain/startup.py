@@ -364,12 +364,13 @@ def explain_startup_line(
     model: str | Mapping[str, Any] | None = None,
     source: str = "the text given",
     kb: KnowledgeBase | None = None,
+    platform: str | None = None,
 ) -> StartupExplanation:
     """Explain a start-up line (a log's text or its lines; the last ``server_args=`` line of
     the last run is read): for each value that differs from the release's default, the rule
     that sets it, or none (probably requested).
 
-    ``gpu``, ``sm``, ``gpus``, ``gpu_memory`` and ``model`` as for :func:`explain_launch`.
+    ``gpu``, ``sm``, ``gpus``, ``gpu_memory``, ``platform`` and ``model`` as for :func:`explain_launch`.
     ``sglang_version``: the release; without it, the release whose ServerArgs fields the line
     has (a note says how close). The rest of the log, when given, is read for the lines rules
     cite and for the capacity SGLang logged. Raises :class:`~pytest_sglang.base.errors.ParseError`
@@ -381,10 +382,12 @@ def explain_startup_line(
     raw = text.splitlines() if isinstance(text, str) else [str(line) for line in text]
     with collecting():  # secrets the line carries are scrubbed from everything printed later
         lines = [redact_log_line(line) for line in current_run(raw)]
+        given = len(raw)
+        del raw  # the lines as given are not held while the redacted ones are read (memory)
         logs = SGLangLogs(source=source, lines=lines)
         startup = logs.startup_line
         if startup is None:
-            raise ParseError(f"{source}: no SGLang start-up line (server_args=ServerArgs(...) or server_args={{...}}) in {len(raw)} line(s); give the server's log or the line itself")
+            raise ParseError(f"{source}: no SGLang start-up line (server_args=ServerArgs(...) or server_args={{...}}) in {given} line(s); give the server's log or the line itself")
         fields = redact_mapping(dict(startup.fields))
     situation = Situation(kb=knowledge, target=f"start-up line ({source})", mode="target")
     situation.reported = fields
@@ -394,7 +397,7 @@ def explain_startup_line(
         notes.append(f"the start-up line is {startup.describe()}: the fields after the break are not judged")
     if sglang_version is not None:
         situation.version, situation.version_source = parse_version(sglang_version), "given"
-    situation.gpu = gpu_facts(gpu=gpu, sm=sm, count=gpus, memory=gpu_memory)
+    situation.gpu = gpu_facts(gpu=gpu, sm=sm, count=gpus, memory=gpu_memory, platform=platform, device=fields.get("device"), device_where="on the start-up line", notes=notes)
     archs, signals, where = read_model(model)
     if logs.mamba_cache_size is not None and "hybrid" not in signals:
         signals["hybrid"] = (True, f"the log's 'Mamba Cache is allocated' line ({source})")

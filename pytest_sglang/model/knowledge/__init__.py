@@ -17,8 +17,18 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 _LISTS = tomllib.loads(resources.files(__name__).joinpath("knowledge.toml").read_text(encoding="utf-8"))["lists"]
 
-# configs/model_config.py multimodal_model_archs (0.5.12 :1495-1555).
-MULTIMODAL_ARCHS = frozenset(_LISTS["multimodal_archs"])
+def _newest_multimodal_archs() -> frozenset[str]:
+    """configs/model_config.py multimodal_model_archs of the newest release with a model table
+    (models/sglang-models-VERSION.json; explain reads each release's own)."""
+    import json
+
+    tables = [p.name for p in resources.files(__name__).joinpath("models").iterdir() if p.name.startswith("sglang-models-")]
+    newest = max(tables, key=lambda n: tuple(int(x) for x in n[len("sglang-models-") : -len(".json")].split(".")))
+    data = json.loads(resources.files(__name__).joinpath("models").joinpath(newest).read_text(encoding="utf-8"))
+    return frozenset(data["lists"]["multimodal_archs"]["members"])
+
+
+MULTIMODAL_ARCHS = _newest_multimodal_archs()
 # Architectures with a mamba-like (linear attention / SSM) state cache.
 HYBRID_ARCHS = frozenset(_LISTS["hybrid_archs"])
 

@@ -19,7 +19,9 @@ hosts.
 
 from __future__ import annotations
 
+import math
 import threading
+import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -77,7 +79,10 @@ def _theme() -> Iterator[Any]:
     import leather
     from leather import theme
 
-    with _THEME_LOCK:
+    with _THEME_LOCK, warnings.catch_warnings():
+        # A library's warning is no line for the user's terminal: values outside the scale are
+        # clipped to it (below), and nothing else leather might say changes the page.
+        warnings.simplefilter("ignore")
         saved = {name: getattr(theme, name) for name in THEME}
         try:
             for name, value in THEME.items():
@@ -184,8 +189,19 @@ def _y_max(chart: Chart) -> float:
     values = [p.y for line in chart.lines for p in line.points]
     values += [high for band in chart.bands for _, _, high in band.spans]
     values += [rule.value for rule in chart.rules]
-    top = max(values, default=0.0)
+    top = max((v for v in values if math.isfinite(v)), default=0.0)
     return top * 1.08 if top > 0 else 1.0
+
+
+def _clipper(top: float) -> Any:
+    """A value clipped to the y scale (0 to ``top``): a figure below 0 (a baseline band's low
+    end) is drawn at the axis, never outside the chart."""
+
+    def clip(value: Any) -> float:
+        number = float(value)
+        return min(max(number, 0.0), top) if math.isfinite(number) else 0.0
+
+    return clip
 
 
 def chart_svg(group: Group, chart: Chart) -> str:
@@ -195,18 +211,26 @@ def chart_svg(group: Group, chart: Chart) -> str:
         plot = leather.Chart()
         count = len(group.levels)
         plot.set_x_scale(leather.Linear(0.6, count + 0.4))  # levels at 1..count: no "zero" line among them
-        plot.set_y_scale(leather.Linear(0, _y_max(chart)))
+        top = _y_max(chart)
+        clip = _clipper(top)
+
+        def project(scale: Any, value: Any, range_min: Any, range_max: Any) -> Any:
+            return leather.Linear.project(scale, clip(value), range_min, range_max)
+
+        # The y scale; a mark's value outside it is drawn at its edge.
+        clipped = type("ClippedLinear", (leather.Linear,), {"project": project})
+        plot.set_y_scale(clipped(0, top))
         labels = group.levels
         plot.add_x_axis(ticks=list(range(1, count + 1)), tick_formatter=lambda value, index, total: labels[int(value) - 1] if 1 <= int(value) <= count else "", name=group.axis)
         plot.add_y_axis(tick_formatter=lambda value, index, total: number_text(float(value)), name=chart.unit)
         for band in chart.bands:
-            plot.add_series(leather.Series([(x + 1, v) for x, low, high in band.spans for v in (low, high)]), shapes["band"](band))
+            plot.add_series(leather.Series([(x + 1, clip(v)) for x, low, high in band.spans for v in (low, high)]), shapes["band"](band))
         if chart.rules:
-            plot.add_series(leather.Series([(1, rule.value) for rule in chart.rules]), shapes["rules"](chart))
+            plot.add_series(leather.Series([(1, clip(rule.value)) for rule in chart.rules]), shapes["rules"](chart))
         for line in chart.lines:
-            plot.add_series(leather.Series([(p.x + 1, p.y) for p in line.points]), shapes["line"](line))
+            plot.add_series(leather.Series([(p.x + 1, clip(p.y)) for p in line.points]), shapes["line"](line))
         if chart.marks:
-            plot.add_series(leather.Series([(p.x + 1, p.y) for _, p in chart.marks]), shapes["marks"](chart))
+            plot.add_series(leather.Series([(p.x + 1, clip(p.y)) for _, p in chart.marks]), shapes["marks"](chart))
         body = plot.to_svg_group(WIDTH, HEIGHT)
     root = ET.Element(
         "svg",

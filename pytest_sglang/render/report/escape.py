@@ -6,9 +6,10 @@ show as written and never become markup. Each output format has one function her
 renderer of that format writes outside text only through it:
 
 - :func:`html_text`: the HTML page (element text and quoted attribute values alike);
-- :func:`md_text` and :func:`md_code`: the Markdown summary, in running text or table cells,
-  and inside a code span (where backslashes and entities are shown as they are, so only the
-  backtick and the table's ``|`` need care);
+- :func:`md_text` and :func:`md_code`: the Markdown summary, in running text or table cells
+  (where GitHub would also make links of addresses and notifications of mentions: both are
+  defused), and inside a code span (where backslashes and entities are shown as they are, and
+  nothing is linked, so only the backtick and the table's ``|`` need care);
 - :func:`mermaid_text`: a label inside a Mermaid chart of the Markdown summary.
 
 Each scrubs first (:func:`pytest_sglang.secrets.scrub`): the escaped form of a secret is
@@ -35,6 +36,18 @@ _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'
 # stays as it is.
 _MD = str.maketrans({"&": "&amp;", "<": "&lt;", "\\": "\\\\", "`": "\\`", "*": "\\*", "~": "\\~", "[": "\\[", "]": "\\]", "|": "\\|"})
 _MD_EDGE_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+# GitHub makes links and notifications of plain text too: addresses (``https://...``,
+# ``www.``, ``user@host``), mentions (``@user``, ``@org/team``) and issue references (``#12``).
+# A backslash before the ``:`` of ``http://``, ``https://`` and ``ftp://`` (the schemes GitHub
+# links, in any case) and the ``.`` of ``www.`` ends an address (cmark-gfm's autolinker reads
+# neither across an escape); ``sim://`` and the like stay as they are. A zero-width space
+# (``&#8203;``, shown as nothing) after an ``@`` and between ``#`` and a digit breaks a mention,
+# an e-mail address and a reference: GitHub's patterns want a letter or digit right there. A
+# backslash before ``@`` would not do (``\@user`` still notifies, github/cmark-gfm#181), and an
+# HTML comment (``@<!-- -->user``) holds only while GitHub keeps the text nodes apart.
+_ADDRESS = re.compile(r"(?<=https)(?=://)|(?<=http)(?=://)|(?<=ftp)(?=://)|(?<=www)(?=\.)", re.IGNORECASE)
+_REFERENCE = re.compile(r"(?<=#)(?=[0-9])|(?<=@)")
+_ZERO_WIDTH_SPACE = "&#8203;"
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
 # What a Mermaid label may hold: letters, digits and a few marks that mean nothing to Mermaid's
 # parser or to the HTML it renders labels into; anything else becomes a space.
@@ -51,10 +64,13 @@ def html_text(value: Any) -> str:
 
 
 def md_text(value: Any) -> str:
-    """``value`` as Markdown text that shows as written, on one line, also inside a table cell."""
+    """``value`` as Markdown text that shows as written, on one line, also inside a table cell,
+    and that GitHub makes no link, image, mention, reference or HTML of."""
     text = " ".join(_LINE_BREAKS.split(_text(value)))
     text = text.translate(_MD)
-    return _MD_EDGE_UNDERSCORE.sub(r"\\_", text)
+    text = _MD_EDGE_UNDERSCORE.sub(r"\\_", text)
+    text = _ADDRESS.sub("\\\\", text)
+    return _REFERENCE.sub(_ZERO_WIDTH_SPACE, text)
 
 
 def md_code(value: Any) -> str:

@@ -79,7 +79,7 @@ def render(doc: dict[str, Any], *, html_link: str | None = None) -> str:
     """The summary of a JSON report document; ``html_link``: where the HTML report is (a
     relative path or a URL), linked under the verdict."""
     verdict = doc["verdict"]
-    lines = [TITLE + HEADLINE.get(verdict, verdict), ""]
+    lines = [TITLE + (HEADLINE.get(verdict) or _cell(verdict, 20)), ""]
     hosts = doc["hosts"]
     if verdict == HOLD:
         held = [h for h in hosts if h["verdict"] == HOLD]
@@ -97,8 +97,8 @@ def render(doc: dict[str, Any], *, html_link: str | None = None) -> str:
         for h in hosts:
             facts = h.get("facts") or {}
             lines.append(
-                f"| {_host(h['host'])} | {MARK.get(h['verdict'], h['verdict'])} | {_cell('; '.join(h.get('reasons') or []), 90)} | {_cell(facts.get('sglang_version'))} | {_cell(facts.get('model'), 40)} "
-                f"| {_cell(facts.get('gpu'), 48)} | {summary_line(h['counts'])} | {_checks_cell(h['checks'])} |"
+                f"| {_host(h['host'])} | {MARK.get(h['verdict']) or _cell(h['verdict'], 20)} | {_cell('; '.join(h.get('reasons') or []), 90)} | {_cell(facts.get('sglang_version'))} | {_cell(facts.get('model'), 40)} "
+                f"| {_cell(facts.get('gpu'), 48)} | {_cell(summary_line(h['counts']), 120)} | {_checks_cell(h['checks'])} |"
             )
         lines.append("")
     unread = [f"- **{_host(h['host'])}**: {_cell(h['error'], 200)}" for h in hosts if h.get("error")]
@@ -140,7 +140,7 @@ def render(doc: dict[str, Any], *, html_link: str | None = None) -> str:
     for h in hosts:
         for f in h["findings"]:
             if f["severity"] in ("error", "warning"):
-                findings.append(f"- {_host(h['host'])}: **{f['severity'].upper()}** {_name(f['id'])} {_cell(f['title'], 120)}")
+                findings.append(f"- {_host(h['host'])}: **{_cell(str(f['severity']).upper(), 20)}** {_name(f['id'])} {_cell(f['title'], 120)}")
     findings.sort(key=lambda line: "**WARNING**" in line)  # errors first
     if findings:
         lines += ["### Findings (errors and warnings)", *_capped(findings, "findings"), ""]
@@ -155,7 +155,7 @@ def render(doc: dict[str, Any], *, html_link: str | None = None) -> str:
     for t in tests:
         if t["outcome"] not in FAILED_OUTCOMES:
             continue
-        broken.append(f"- {_name(short_name(t['nodeid']), 120)} {t['outcome']}: {_cell(t.get('message'), 160)}")
+        broken.append(f"- {_name(short_name(t['nodeid']), 120)} {_cell(t['outcome'], 20)}: {_cell(t.get('message'), 160)}")
         reads = t.get("values_read") or []
         broken += [f"  - {_value_read(r)}" for r in reads[:3]]
         if len(reads) > 3:
@@ -163,7 +163,7 @@ def render(doc: dict[str, Any], *, html_link: str | None = None) -> str:
     if broken:
         lines += ["### Failing tests", *_capped_tests(broken), ""]
 
-    lines.append(f"<sub>{summary_line(doc['counts'])} · pytest exit status {doc['exit_status']} · pytest-sglang {doc['tool']['version']}</sub>")
+    lines.append(f"<sub>{_cell(summary_line(doc['counts']), 200)} · pytest exit status {_cell(doc['exit_status'], 20)} · pytest-sglang {_cell(doc['tool']['version'], 40)}</sub>")
     return "\n".join(lines) + "\n"
 
 
@@ -199,11 +199,11 @@ def _benchmarks(hosts: list[dict[str, Any]]) -> list[str]:
                 peak = server.get("peak_running")
                 cap = server.get("max_running_requests")
                 running = f"{peak:g}" if isinstance(peak, (int, float)) else "–"
-                running += f" / {cap}" if cap is not None else ""
+                running += f" / {_cell(cap, 20)}" if cap is not None else ""
                 state, reasons = level_state(b, lv)
                 rows.append(
                     f"| {_host(h['host'])} | {_name(name, 50)} | {_cell(lv['name'], 30)} | {_number(lv.get('output_throughput'))} | {_number((lv.get('ttft') or {}).get('p99'))} "
-                    f"| {_number((lv.get('itl') or {}).get('p99'))} | {lv.get('completed', 0)}/{lv.get('requests', 0)} | {running} | {LEVEL_MARK.get(state, _cell(state, 20))} |"
+                    f"| {_number((lv.get('itl') or {}).get('p99'))} | {_cell(lv.get('completed', 0), 20)}/{_cell(lv.get('requests', 0), 20)} | {running} | {LEVEL_MARK.get(state) or _cell(state, 20)} |"
                 )
                 if state in ("fail", "inconclusive"):
                     why.append(f"- {_host(h['host'])} {_name(name, 50)} {_cell(lv['name'], 30)}: {LEVEL_MARK[state]}: {_cell('; '.join(reasons) or '—', 300)}")

@@ -5,14 +5,26 @@ checked without another package::
 
     from pytest_sglang.render.report.schema import load_schema, validate
     problems = validate(json.load(open("sglang-report.json")))   # [] when it conforms
+
+The problems are the first :data:`MAX_PROBLEMS` (``problems.total`` counts them all): a document
+with millions of wrong values is looked at to its end, but only that many messages are kept. A
+report file is read by :func:`~pytest_sglang.render.report.reading.read_report`, which checks it
+as it decodes it and keeps nothing of a report that does not conform.
 """
 
 from __future__ import annotations
 
 import json
 from functools import lru_cache
+from itertools import islice
 from importlib import resources
 from typing import Any
+
+from pytest_sglang.model.numbers import JSON_NUMBER, MAX_FIGURE, figure_faults, figure_problem, shown
+
+# Faults of numbers JSON cannot hold kept per document: a file of a million NaNs is refused as
+# quickly, and in as little memory, as one with a single NaN.
+FIGURE_FAULTS_KEPT = 20
 
 _TYPES: dict[str, Any] = {
     "object": dict,
@@ -21,6 +33,32 @@ _TYPES: dict[str, Any] = {
     "boolean": bool,
     "null": type(None),
 }
+# How many problems a check keeps; the rest are counted.
+MAX_PROBLEMS = 20
+
+
+class Problems(list[str]):
+    """The first problems found (at most ``limit``), in order; ``total`` counts them all. A
+    problem in ``skip`` (one already kept elsewhere) is neither kept nor counted."""
+
+    def __init__(self, kept: Any = (), *, limit: int = MAX_PROBLEMS, skip: Any = frozenset()) -> None:
+        super().__init__(kept)
+        self.limit = limit
+        self.total = len(self)
+        self.skip = skip
+
+    def append(self, problem: str) -> None:
+        if problem in self.skip:
+            return
+        self.total += 1
+        if len(self) < self.limit:
+            super().append(problem)
+
+    def extend(self, problems: Any) -> None:
+        for problem in problems:
+            self.append(problem)
+        if isinstance(problems, Problems):
+            self.total += problems.total - len(problems)  # the ones it counted without keeping
 
 
 @lru_cache(maxsize=1)
@@ -53,22 +91,43 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], where: str,
     kinds = schema.get("type")
     if kinds is not None:
         kinds = [kinds] if isinstance(kinds, str) else kinds
+        if _is("number", value) and ("number" in kinds or "integer" in kinds):
+            # A figure is finite and in its range (at most 2^53 unless the schema says
+            # otherwise): checked as every figure is where it enters the model.
+            whole = "integer" in kinds and "number" not in kinds
+            problem = figure_problem(value, minimum=schema.get("minimum", -MAX_FIGURE), maximum=schema.get("maximum", MAX_FIGURE), whole=whole)
+            if problem is not None:
+                out.append(f"{where} = {shown(value)} {problem}")
+                return
         if not any(_is(kind, value) for kind in kinds):
             out.append(f"{where}: {type(value).__name__} where {' or '.join(kinds)} is expected")
             return
     if "const" in schema and value != schema["const"]:
-        out.append(f"{where}: {value!r} where {schema['const']!r} is expected")
+        out.append(f"{where}: {_clipped(value)} where {schema['const']!r} is expected")
     if "enum" in schema and value not in schema["enum"]:
-        out.append(f"{where}: {value!r} is not one of {schema['enum']}")
-    if "minimum" in schema and _is("number", value) and value < schema["minimum"]:
-        out.append(f"{where}: {value!r} is below {schema['minimum']}")
+        out.append(f"{where}: {_clipped(value)} is not one of {schema['enum']}")
+    if _is("number", value) and kinds is None and "minimum" in schema:
+        problem = figure_problem(value, minimum=schema["minimum"], maximum=schema.get("maximum", MAX_FIGURE))
+        if problem is not None:
+            out.append(f"{where} = {shown(value)} {problem}")
     if "oneOf" in schema:
         matching = 0
+        near: list[str] = []
+        expected: list[str] = []
         for option in schema["oneOf"]:
-            problems: list[str] = []
+            problems = Problems()  # at most MAX_PROBLEMS of them kept
             _check(value, option, root, where, problems)
             matching += not problems
-        if matching != 1:
+            kind_differs = len(problems) == 1 and problems[0].startswith(f"{where}: ") and problems[0].endswith(" is expected")
+            if problems and not kind_differs and not near:
+                near = problems  # the alternative of the value's own kind: its problems name the field
+            if kind_differs:
+                expected.append(problems[0].rsplit(" where ", 1)[-1].removesuffix(" is expected"))
+        if matching == 0 and near:
+            out.extend(near)
+        elif matching == 0 and expected:
+            out.append(f"{where}: {type(value).__name__} where {' or '.join(expected)} is expected")
+        elif matching != 1:
             out.append(f"{where}: matches {matching} of the oneOf alternatives where exactly 1 is expected")
     if isinstance(value, dict):
         props = schema.get("properties", {})
@@ -88,9 +147,23 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], where: str,
             _check(item, schema["items"], root, f"{where}[{index}]", out)
 
 
-def validate(document: Any, schema: dict[str, Any] | None = None) -> list[str]:
-    """Where ``document`` does not conform to the report schema (empty: it conforms)."""
+def _clipped(value: Any) -> str:
+    """``repr(value)`` for a message, never the whole of a long value (a problem is kept)."""
+    from pytest_sglang.base.secrets import clip
+
+    if isinstance(value, (dict, list)) and len(value) > 8:
+        return f"a {'JSON object' if isinstance(value, dict) else 'list'} of {len(value)} items"
+    return clip(repr(value[:1024]) if isinstance(value, str) else repr(value), 100)
+
+
+def validate(document: Any, schema: dict[str, Any] | None = None, *, limit: int = MAX_PROBLEMS) -> Problems:
+    """Where ``document`` does not conform to the report schema (empty: it conforms): the first
+    ``limit`` problems, in order, and ``.total``, how many there are in all."""
     root = schema if schema is not None else load_schema()
-    out: list[str] = []
+    # A number JSON cannot hold (NaN, an infinity: Python's json reads both) anywhere, typed
+    # by the schema or not: a renderer never sees one.
+    figures = list(dict.fromkeys(islice(figure_faults(document, "$", JSON_NUMBER, sep="."), FIGURE_FAULTS_KEPT)))
+    out = Problems(figures[:limit], limit=limit, skip=set(figures))  # a check's repeat of a figure fault is left out
+    out.total = len(figures)
     _check(document, root, root, "$", out)
     return out

@@ -28,27 +28,44 @@ def write_reports(document: dict[str, Any], json_path: Path | None, md_path: Pat
     the Markdown and the HTML report are written, the Markdown links to the HTML one (by
     ``html_link`` when given, else by its path relative to the Markdown file). ``charts``: draw
     the HTML page's charts (default: when the ``report`` extra is installed)."""
-    problems = []
+    return list(write_report_files(document, json_path, md_path, html_path, html_link=html_link, charts=charts).values())
+
+
+def write_report_files(document: dict[str, Any], json_path: Path | None, md_path: Path | None, html_path: Path | None = None, *, html_link: str | None = None, charts: bool | None = None) -> dict[Path, str]:
+    """:func:`write_reports`, the problems by the path that was not written."""
+    from pytest_sglang.model.numbers import JSON_NUMBER, checked_copy, figure_faults
+
+    # The plugin's document holds no NaN or infinity (each figure is checked where it enters
+    # the model); one a caller built may: those are written as null, never seen by a renderer.
+    # Looked for without a copy: a document that holds none is not copied.
+    if next(figure_faults(document, "$", JSON_NUMBER), None) is not None:
+        document, _ = checked_copy(document, "$", JSON_NUMBER, sep=".")
+    problems: dict[Path, str] = {}
     if json_path is not None:
-        problem = _write(json_path, json.dumps(document, indent=2, sort_keys=False) + "\n")
+        problem = _write(json_path, _json_text(document))
         if problem:
-            problems.append(problem)
+            problems[json_path] = problem
     if html_path is not None:
         from pytest_sglang.render.report.html import render as render_html
 
         problem = _write(html_path, render_html(document, charts=charts))
         if problem:
-            problems.append(problem)
+            problems[html_path] = problem
     if md_path is not None:
         from pytest_sglang.render.report.markdown import render
 
         link = html_link
-        if link is None and html_path is not None and not any(str(html_path) in problem for problem in problems):
+        if link is None and html_path is not None and html_path not in problems:
             link = relative_link(html_path, md_path)
         problem = _write(md_path, render(document, html_link=link))
         if problem:
-            problems.append(problem)
+            problems[md_path] = problem
     return problems
+
+
+def _json_text(document: dict[str, Any]) -> str:
+    """The document as JSON that any reader parses: never a bare ``NaN`` or ``Infinity``."""
+    return json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n"
 
 
 def relative_link(target: Path, source: Path) -> str:

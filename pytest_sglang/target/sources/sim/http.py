@@ -29,10 +29,17 @@ class Request:
             data = json.loads(self.body or b"null")
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InvalidBody(f"request body is not valid JSON: {exc}", self, exc) from None
+        except (RecursionError, ValueError):
+            # Nested too deep, or an integer of thousands of digits: FastAPI turns any other
+            # failure to parse a body into HTTPException(400, "There was an error parsing the
+            # body"), which SGLang's handler answers in its ErrorResponse shape.
+            raise Rejected(json_reply(BODY_PARSE_ERROR, 400)) from None
         if not isinstance(data, dict):
             raise InvalidBody("request body must be a JSON object", self, data=data)
         return data
 
+
+BODY_PARSE_ERROR = {"object": "error", "message": "There was an error parsing the body", "type": "400", "param": None, "code": 400}
 
 # Server-sent event frames, sent with chunked transfer encoding as they are produced, and
 # between them what producing the next one waits for.

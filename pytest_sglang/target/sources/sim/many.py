@@ -18,6 +18,11 @@ The control channel is a line of JSON per command on stdin and per answer on std
   answer ``{"id": 2, "closed": 7}`` arrives); the others keep serving;
 - ``{"op": "exit"}``: open no more servers, and exit once the last one has closed.
 
+Every line gets one answer line, whatever it holds: a line that is not a command (not JSON,
+nested deeper than 8 levels, longer than :data:`MAX_COMMAND_BYTES`) is answered
+``{"id": ID, "error": "one line"}``, with its ``id`` when one stands at its top level, so its
+caller never waits for an answer that does not come; nothing is printed on stderr.
+
 End of input means the parent has gone (or asked us to stop): every server closes and the
 process exits. So do SIGTERM, SIGINT and, with ``--parent-pid``, the parent's end.
 """
@@ -28,10 +33,12 @@ import asyncio
 import itertools
 import json
 import os
+import re
 from collections.abc import Coroutine
 from typing import IO, Any
 
 from pytest_sglang.base.errors import SGLangError
+from pytest_sglang.base.files import nesting_too_deep
 from pytest_sglang.base.secrets import clip
 from pytest_sglang.target.sources.sim.aio import Waker, new_event_loop
 from pytest_sglang.target.sources.sim.profile import load_profile
@@ -40,6 +47,10 @@ from pytest_sglang.target.sources.sim.server import SimServer
 __all__ = ["ManyHosts"]
 
 _READ_SIZE = 65536
+# A command is a flat object of a few short fields: far below both limits.
+MAX_COMMAND_BYTES = 1024 * 1024
+_MAX_COMMAND_DEPTH = 8
+_TOP_LEVEL_ID = re.compile(rb'\s*:\s*(-?\d{1,18})\s*[,}]')
 
 
 def _bound_server(command: dict[str, Any], host: str) -> SimServer:
@@ -57,6 +68,48 @@ def _bound_server(command: dict[str, Any], host: str) -> SimServer:
     return server.bind()
 
 
+def _top_level_id(line: bytes) -> int | None:
+    """The ``"id"`` of a line that is not read as JSON, when it stands at its top level (so the
+    caller waiting for it gets its answer); None otherwise. One linear scan."""
+    depth, pos = 0, 0
+    while True:
+        m = _SPECIAL.search(line, pos)
+        if m is None:
+            return None
+        ch, pos = m.group(), m.end()
+        if ch == b'"':
+            end = _string_end(line, pos)
+            if end < 0:
+                return None
+            if depth == 1 and line[pos : end - 1] == b"id":
+                found = _TOP_LEVEL_ID.match(line, end)
+                if found:
+                    return int(found.group(1))
+            pos = end
+        elif ch in b"[{":
+            depth += 1
+        else:
+            depth -= 1
+
+
+_SPECIAL = re.compile(rb'["\[\]{}]')
+
+
+def _string_end(line: bytes, start: int) -> int:
+    """The index after the quote closing the string whose text starts at ``start``, or -1."""
+    pos = start
+    while True:
+        q = line.find(b'"', pos)
+        if q < 0:
+            return -1
+        b = q
+        while b > start and line[b - 1] == 0x5C:  # backslashes before it: escaped when odd
+            b -= 1
+        if (q - b) % 2 == 0:
+            return q + 1
+        pos = q + 1
+
+
 class ManyHosts:
     """Serves the hosts its commands open, on one event loop, until told to stop."""
 
@@ -65,6 +118,7 @@ class ManyHosts:
         self._answers = answers
         self._host = host
         self._pending = b""
+        self._skipping = False  # inside a line longer than MAX_COMMAND_BYTES, answered already
         self._ids = itertools.count(1)
         self._servers: dict[int, tuple[SimServer, asyncio.Task[None]]] = {}
         self._commands_running: set[asyncio.Task[None]] = set()  # held, so they are not collected
@@ -126,12 +180,35 @@ class ManyHosts:
             return
         *lines, self._pending = (self._pending + data).split(b"\n")
         for line in lines:
-            if line.strip():
+            if self._skipping:  # the end of a line too long to be a command
+                self._skipping = False
+            elif line.strip():
                 self._command(line)
+        if len(self._pending) > MAX_COMMAND_BYTES and not self._skipping:
+            self._answer({"id": None, "error": f"a command line is longer than {MAX_COMMAND_BYTES} bytes: not a command"})
+            self._skipping = True
+        if self._skipping:
+            self._pending = b""
 
     def _command(self, line: bytes) -> None:
+        """Answer one line, whatever it holds: every command gets one answer line, so its
+        caller never waits for one that does not come."""
         try:
-            command = json.loads(line)
+            self._dispatch(line)
+        except Exception as exc:  # never a traceback, never a line left unanswered
+            self._answer({"id": _top_level_id(line), "error": f"the command could not be run ({clip(f'{type(exc).__name__}: {exc}', 200)})"})
+
+    def _dispatch(self, line: bytes) -> None:
+        if len(line) > MAX_COMMAND_BYTES:
+            self._answer({"id": None, "error": f"a command line is longer than {MAX_COMMAND_BYTES} bytes: not a command"})
+            return
+        text = line.decode("utf-8", errors="replace")
+        if nesting_too_deep(text, _MAX_COMMAND_DEPTH) is not None:
+            # json.loads recurses once a level: refused before it runs out of stack
+            self._answer({"id": _top_level_id(line), "error": f"a command nests more than {_MAX_COMMAND_DEPTH} levels deep: not a command"})
+            return
+        try:
+            command = json.loads(text)
         except ValueError:
             command = None
         if not isinstance(command, dict):
