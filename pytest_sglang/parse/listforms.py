@@ -258,12 +258,12 @@ def _python(body: str, notes: list[str]) -> list[Candidate]:
             raise ListFormError("its brackets or quotes are not balanced")
         if not match and body[end:].strip():
             if body.startswith("["):
-                return _yaml(body, notes)  # [--tp, 4]: a YAML flow list, not Python
+                return _yaml(body, notes, [])  # [--tp, 4]: a YAML flow list, not Python
             return []
         tree = _parsed(("prepare_server_args" if match else "") + body[start:end])
         if tree is None:
             if body.startswith("["):
-                return _yaml(body, notes)
+                return _yaml(body, notes, [])
             raise ListFormError("it is not valid Python")
     node = _argv_node(tree)
     if node is None:

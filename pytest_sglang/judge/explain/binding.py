@@ -125,7 +125,7 @@ def estimate(situation: Situation) -> tuple[dict[str, tuple[float, float]], dict
         unknown = dict(result.unknown)
         cached = (ranges, unknown, "; ".join(why))
         situation.__dict__["_pool_estimate"] = cached
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def spans_of(situation: Situation, names: list[str]) -> tuple[dict[str, tuple[float, float]], str]:
