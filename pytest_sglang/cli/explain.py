@@ -53,8 +53,9 @@ def add_parser(subparsers: Any) -> None:
     both.add_argument("--fail-on", choices=_FAIL_ON, default="error", help="exit 1 when a finding is at least this severe (default error)")
     kb = p.add_argument_group("the knowledge base")
     kb.add_argument("--list-rules", action="store_true", help="list the rules explain knows (with --json or --markdown)")
-    kb.add_argument("--markdown", action="store_true", help="with --list-rules or --list-checkpoints: a Markdown table")
+    kb.add_argument("--markdown", action="store_true", help="with --list-rules, --list-checkpoints or --list-surprises: Markdown")
     kb.add_argument("--list-checkpoints", action="store_true", help="list the public checkpoints a model path is recognised by (with --json or --markdown)")
+    kb.add_argument("--list-surprises", action="store_true", help="list the classes of change SGLang makes behind your back, with their rules (with --json or --markdown)")
     p.set_defaults(func=run)
 
 
@@ -63,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         return _list_rules(args)
     if args.list_checkpoints:
         return _list_checkpoints(args)
+    if args.list_surprises:
+        return _list_surprises(args)
     launch_text = _launch_text(args)
     startup = _startup_text(args)
     given = [g for g in (args.target is not None, launch_text is not None, startup is not None) if g]
@@ -148,6 +151,24 @@ def _list_checkpoints(args: argparse.Namespace) -> int:
         print(checkpoint_table.markdown(kb), end="")
     else:
         print(checkpoint_table.text(kb))
+    return 0
+
+
+def _list_surprises(args: argparse.Namespace) -> int:
+    import json
+
+    from pytest_sglang.judge.explain import surprises
+    from pytest_sglang.judge.explain.kb import load
+
+    if args.target is not None or args.launch is not None or args.launch_file is not None or args.startup_line is not None:
+        raise SpecError("--list-surprises takes no TARGET, launch command or start-up line")
+    kb = load()
+    if args.json:
+        print(json.dumps(surprises.rows(kb), indent=2))
+    elif args.markdown:
+        print(surprises.markdown(kb), end="")
+    else:
+        print(surprises.text(kb))
     return 0
 
 

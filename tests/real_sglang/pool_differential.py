@@ -343,6 +343,8 @@ def release_figures(pools: dict) -> dict[str, Any]:
     out = {"max_total_num_tokens": pools["max_total_num_tokens"], "max_running_requests": pools["max_running_requests"], "context_len": pools["context_len"]}
     if "max_mamba_cache_size" in pools:
         out["mamba_cache_size"] = pools["max_mamba_cache_size"]
+    if "max_req_input_len" in pools:  # answers stored before the TP worker's input limit was asked lack it
+        out["max_req_input_len"] = pools["max_req_input_len"]
     return out
 
 
@@ -621,7 +623,8 @@ def docs_tables(data: dict | None = None) -> str:
     lines += [
         "",
         "A sized command gives three figures (`max_total_num_tokens`, `max_running_requests`, `context_len`), four for a "
-        "hybrid model (`mamba_cache_size`). *Equal*: exact and the release's, computed from the post-init values the "
+        "hybrid model (`mamba_cache_size`), and `max_req_input_len` (the longest prompt, by the TP worker's own statements) "
+        "where the stored answer has it. *Equal*: exact and the release's, computed from the post-init values the "
         "release read. *Explain's own values*: computed from the post-init values explain's rules predict, as "
         "`explain_launch` has them.",
     ]
@@ -629,8 +632,10 @@ def docs_tables(data: dict | None = None) -> str:
     for version, release in data["releases"].items():
         for case in release["cases"]:
             if "pools" in case["answer"]:
-                for why in estimates(case, version, None)[1].unknown.values():
-                    why_unknown[why] += 1
+                compared = release_figures(case["answer"]["pools"])
+                for name, why in estimates(case, version, None)[1].unknown.items():
+                    if name in compared:  # a figure the release gave (answers stored before max_req_input_len lack it)
+                        why_unknown[why] += 1
     if why_unknown:
         lines += ["", "Why explain's own figures were unknown:", "", "| reason | figures |", "|---|---|"]
         lines += [f"| {why} | {n} |" for why, n in sorted(why_unknown.items(), key=lambda kv: -kv[1])]

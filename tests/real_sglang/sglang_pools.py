@@ -48,8 +48,8 @@ The answer: ``max_total_num_tokens``, ``max_running_requests`` (per attention-DP
 scheduler gets it), ``context_len``, ``cell_size`` (bytes per token of the KV pool, where the
 release computes one: 0.5.7+), ``max_mamba_cache_size`` and ``mamba_cache_per_req`` (hybrid
 models), ``full_max_total_num_tokens``/``swa_max_total_num_tokens`` (hybrid SWA),
-``eagle_draft_num_layers`` (the speculative draft's layers the KV sizing counts, 0.5.14+), the KV
-dtype, and ``read``: the post-init values the sizing read (``mem_fraction_static``,
+``eagle_draft_num_layers`` (the speculative draft's layers the KV sizing counts, 0.5.14+),
+``max_req_input_len`` (the longest prompt, by the TP worker's own statements), the KV dtype, and ``read``: the post-init values the sizing read (``mem_fraction_static``,
 ``page_size``, ...), taken before the sizing overwrites any. Or ``error``: the one-line
 exception, with ``stage`` "post-init", "model" or "pools" (then with ``read`` too).
 """
@@ -382,6 +382,7 @@ def _answer(runner, server_args, model_config, read: dict) -> dict:  # noqa: ANN
     cell = getattr(runner, "_pools_cell_size", None)
     if cell is not None:
         out["cell_size"] = int(cell)
+    out["max_req_input_len"] = _max_req_input_len(runner, model_config)
     draft_layers = _draft_layers_of(runner)
     if draft_layers is not None:
         out["eagle_draft_num_layers"] = draft_layers
@@ -393,6 +394,44 @@ def _answer(runner, server_args, model_config, read: dict) -> dict:  # noqa: ANN
         out["full_max_total_num_tokens"] = getattr(runner, "full_max_total_num_tokens", None)
         out["swa_max_total_num_tokens"] = getattr(runner, "swa_max_total_num_tokens", None)
     return out
+
+
+class _NoAuxCache:
+    """The request pool before it is built: with no auxiliary cache, the release's own
+    ``schedulable_token_capacity`` answers the physical capacity it is given."""
+
+    def schedulable_token_capacity(self, physical_capacity: int) -> int:
+        return physical_capacity
+
+
+def _max_req_input_len(runner, model_config) -> int:  # noqa: ANN001
+    """The longest prompt the TP worker admits, from the release's own statements: those of its
+    ``get_worker_info`` (0.5.14+) or ``__init__`` (0.5.5-0.5.13) that compute ``max_req_len``,
+    ``kv_capacity`` and ``max_req_input_len``, run as written on a stand-in worker holding the
+    runner (no decode context parallelism, no diffusion LLM); 0.5.14-0.5.20 return it as
+    ``max_req_len - 5`` in the worker's info tuple, whose sixth item it is."""
+    from sglang.srt.managers.tp_worker import TpModelWorker
+
+    function = getattr(TpModelWorker, "get_worker_info", None)
+    if function is None or "max_req_len = " not in inspect.getsource(function):  # it returns the worker's own
+        function = TpModelWorker.__init__
+    if getattr(runner, "req_to_token_pool", None) is None or not hasattr(runner.req_to_token_pool, "schedulable_token_capacity"):
+        runner.req_to_token_pool = _NoAuxCache()
+    worker = types.SimpleNamespace(
+        model_runner=runner, model_config=model_config, max_total_num_tokens=runner.max_total_num_tokens,
+        dllm_algorithm=None, ps=types.SimpleNamespace(attn_dcp_size=1),
+    )  # fmt: skip
+    scope = _scope(function, {"self": worker})
+    names = ("max_req_len", "max_req_input_len", "kv_capacity")
+    for stmt in _statements(function):
+        if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Tuple) and len(stmt.value.elts) > 5:
+            return int(eval(compile(ast.Expression(stmt.value.elts[5]), "<get_worker_info>", "eval"), scope))  # noqa: S307
+        targets = [t for t in getattr(stmt, "targets", [getattr(stmt, "target", None)]) if t is not None]
+        assigned = {t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else None for t in targets}
+        if assigned & set(names) or (isinstance(stmt, ast.If) and "max_req_input_len" in ast.unparse(stmt)):
+            _run(stmt, function, scope)
+    value = getattr(worker, "max_req_input_len", None)
+    return int(value if value is not None else scope["max_req_input_len"])
 
 
 class SizingError(Exception):

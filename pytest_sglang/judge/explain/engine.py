@@ -235,6 +235,9 @@ def _finding(
     # value is certainly changed, ignored or a no-op; everything else, a value SGLang chooses or
     # an effect that depends on figures known only once the server runs, is info.
     number = requested if isinstance(requested, (int, float)) and not isinstance(requested, bool) else None
+    if rule.kind == "cap" and number is not None and rule.requested_as_expression is not None:
+        as_setting = rule.requested_as_expression.evaluate(situation)  # the request in the setting's terms
+        number = as_setting if isinstance(as_setting, (int, float)) and not isinstance(as_setting, bool) else None
     binds = uncertain = False
     limit_text: str | None = None
     predicted_range: tuple[Any, Any] | None = None

@@ -112,6 +112,10 @@ class Rule(_Strict):
     severity: Severity
     when: str
     value: str | None = None
+    # A cap whose setting counts differently from its flag: the request in the setting's terms
+    # (``requested.context_length - 6``: the input limit a context length gives), which the cap
+    # is compared with.
+    requested_as: str | None = None
     value_words: str | None = None
     runs_on: str | None = None
     """For a rule gated on the GPU: where the feature does run (``"SM90 and SM10x"``)."""
@@ -125,6 +129,7 @@ class Rule(_Strict):
 
     _when: Expression = PrivateAttr()
     _value: Expression | None = PrivateAttr(default=None)
+    _requested_as: Expression | None = PrivateAttr(default=None)
     _since: Version = PrivateAttr()
     _until: Version | None = PrivateAttr(default=None)
 
@@ -147,6 +152,7 @@ class Rule(_Strict):
         try:
             self._when = compile_expression(self.when, known_roots=FACT_ROOTS)
             self._value = compile_expression(self.value, known_roots=FACT_ROOTS) if self.value is not None else None
+            self._requested_as = compile_expression(self.requested_as, known_roots=FACT_ROOTS) if self.requested_as is not None else None
         except ExpressionError as exc:
             raise ValueError(str(exc)) from None
         self._since = parse_version(self.since)  # type: ignore[assignment]
@@ -164,6 +170,10 @@ class Rule(_Strict):
     @property
     def value_expression(self) -> Expression | None:
         return self._value
+
+    @property
+    def requested_as_expression(self) -> Expression | None:
+        return self._requested_as
 
     @property
     def first(self) -> Version:
@@ -188,6 +198,8 @@ class Rule(_Strict):
         names = set(self._when.names)
         if self._value is not None:
             names |= self._value.names
+        if self._requested_as is not None:
+            names |= self._requested_as.names
         return frozenset(names)
 
     @property

@@ -60,7 +60,7 @@ class Bound:
 class PoolEstimate:
     """The figures the pool sizing gives (keys as the rules read them: ``max_total_num_tokens``,
     ``mamba_cache_size``, ``context_len``, ``max_running_requests``, the release's resulting
-    value per attention-DP worker), the ones that cannot be known before start, and the start-up
+    value per attention-DP worker, ``max_req_input_len``, the longest prompt), the ones that cannot be known before start, and the start-up
     error the sizing raises when every estimate says it does."""
 
     figures: dict[str, Bound]
@@ -500,7 +500,7 @@ def estimate_pools(
     (a running server's, or a release's own), by ServerArgs name, and
     ``eagle_draft_num_layers``; they replace the rules' predictions."""
     release = release_of(situation)
-    names = ("max_total_num_tokens", "max_running_requests", "mamba_cache_size", "context_len")
+    names = ("max_total_num_tokens", "max_running_requests", "mamba_cache_size", "context_len", "max_req_input_len")
     if release is None:
         return PoolEstimate({}, {n: "the SGLang version is unknown: each release sizes its pools its own way" for n in names})
     era = _era(release)
@@ -552,6 +552,7 @@ def estimate_pools(
             continue
         lo, hi = max(min(a, b), 0), max(a, b, 0)  # below zero SGLang refuses to start (the refusal, or a note)
         figures[name] = Bound(lo, hi, _why(lo == hi, given, memory_why, open_why, era, release))
+    _input_limit(situation, figures, unknown)
     refusal = None
     ra, rb = low.get("refusal"), high.get("refusal")
     if isinstance(ra, str) and isinstance(rb, str):
@@ -559,6 +560,24 @@ def estimate_pools(
     elif isinstance(ra, str) and not is_unknown(rb):
         notes.append(f"SGLang {release} refuses to start if the memory left for the KV cache is at the low end of the estimate ({ra})")
     return PoolEstimate(figures, unknown, refusal, str(release), notes)
+
+
+def _input_limit(situation: Situation, figures: dict[str, Bound], unknown: dict[str, str]) -> None:
+    """The longest prompt the server accepts, as every release's TP worker computes it:
+    ``min(context_len - 1, KV pool - 1) - 5`` (a pool smaller than the context length caps it)."""
+    context, tokens = figures.get("context_len"), figures.get("max_total_num_tokens")
+    for name, why in (("dllm_algorithm", "a diffusion LLM's block"), ("dcp_size", "decode context parallelism"), ("attn_dcp_size", "decode context parallelism")):
+        value = situation.effective_value(name)
+        if not is_unknown(value) and value not in (None, 0, 1):
+            unknown["max_req_input_len"] = f"{why} ({name}) changes the TP worker's input limit, which is not sized here"
+            return
+    if context is None or tokens is None:
+        unknown["max_req_input_len"] = unknown.get("context_len") or unknown.get("max_total_num_tokens") or "the KV pool is not known"
+        return
+    low, high = (min(context.low - 1, t - 1) - 5 for t in (tokens.low, tokens.high))
+    pool_binds = tokens.low < context.low
+    why = f"min(context_len - 1, max_total_num_tokens - 1) - 5; {'the KV pool' if pool_binds else 'the context length'} decides it" if low == high or not pool_binds else "min(context_len - 1, max_total_num_tokens - 1) - 5; the KV pool decides it where it is below the context length"
+    figures["max_req_input_len"] = Bound(low, high, why)
 
 
 def _run(era: _Era, values: dict[str, Any]) -> dict[str, Any]:
