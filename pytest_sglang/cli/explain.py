@@ -137,38 +137,33 @@ def _list_rules(args: argparse.Namespace) -> int:
 
 
 def _list_checkpoints(args: argparse.Namespace) -> int:
-    import json
-
     from pytest_sglang.judge.explain import checkpoint_table
-    from pytest_sglang.judge.explain.kb import load
 
-    if args.target is not None or args.launch is not None or args.launch_file is not None or args.startup_line is not None:
-        raise SpecError("--list-checkpoints takes no TARGET, launch command or start-up line")
-    kb = load()
-    if args.json:
-        print(json.dumps(checkpoint_table.rows(kb), indent=2))
-    elif args.markdown:
-        print(checkpoint_table.markdown(kb), end="")
-    else:
-        print(checkpoint_table.text(kb))
-    return 0
+    return _list_table(args, "--list-checkpoints", checkpoint_table)
 
 
 def _list_surprises(args: argparse.Namespace) -> int:
+    from pytest_sglang.judge.explain import surprises
+
+    return _list_table(args, "--list-surprises", surprises)
+
+
+def _list_table(args: argparse.Namespace, option: str, table: Any) -> int:
+    """A table of the knowledge base (its module gives ``rows``, ``markdown`` and ``text``), as
+    JSON, Markdown or text."""
     import json
 
-    from pytest_sglang.judge.explain import surprises
     from pytest_sglang.judge.explain.kb import load
 
     if args.target is not None or args.launch is not None or args.launch_file is not None or args.startup_line is not None:
-        raise SpecError("--list-surprises takes no TARGET, launch command or start-up line")
+        raise SpecError(f"{option} takes no TARGET, launch command or start-up line")
     kb = load()
     if args.json:
-        print(json.dumps(surprises.rows(kb), indent=2))
+        print(json.dumps(table.rows(kb), indent=2))
     elif args.markdown:
-        print(surprises.markdown(kb), end="")
+        print(table.markdown(kb), end="")
     else:
-        print(surprises.text(kb))
+        print(table.text(kb))
     return 0
 
 
