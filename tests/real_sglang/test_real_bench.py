@@ -19,6 +19,7 @@ from pytest_sglang.target.sources.sim.launcher import start_simulator
 
 INPUT_LEN = 32
 OUTPUT_LEN = 8
+LONG_OUTPUT_LEN = 192
 REQUESTS = 16
 LEVELS = [1, 4]
 _TYPE = re.compile(r"^# TYPE (\S+) (\S+)$", re.M)
@@ -34,6 +35,16 @@ def _bench(url: str, route: str) -> BenchResult:
     # gauges must be caught while requests run.
     spec = load_spec(route=route, concurrency=LEVELS, requests=REQUESTS, input_len=INPUT_LEN, output_len=OUTPUT_LEN, warmup=2, metrics_interval_s=0.05)
     return run_load(url, spec, max_running=2048)
+
+
+@pytest.fixture(scope="module")
+def long_levels(real_llama):  # type: ignore[no-untyped-def]
+    """One level per route whose four requests decode long enough (192 tokens) for the /metrics
+    watch to sample them running however busy the machine is: the short levels above can end
+    between two polls (a CI run once saw four samples, all 0, at concurrency 4)."""
+    spec = {route: load_spec(route=route, concurrency=[4], requests=4, input_len=INPUT_LEN, output_len=LONG_OUTPUT_LEN, warmup=0, metrics_interval_s=0.05)
+            for route in ("generate", "chat")}
+    return {route: run_load(real_llama.url, spec[route], max_running=2048).level(4) for route in spec}
 
 
 @pytest.fixture(scope="module")
@@ -62,22 +73,23 @@ def test_every_request_answers_with_the_tokens_asked_and_is_timed(benches, route
 
 
 @pytest.mark.parametrize("route", ["generate", "chat"])
-def test_the_metrics_watch_sees_the_requests_running(benches, route):
+def test_the_metrics_watch_sees_the_requests_running(benches, long_levels, route):
     """SGLang 0.5.23 publishes sglang:num_running_reqs when it logs a prefill batch (the
     requests already running, without the new ones) and every decode_log_interval-th decode
-    step, not on every change. At the default interval (40) four 8-token requests that start in
-    one prefill batch also finish together, and a level can publish nothing but 0 (seen once on
-    a busy CI machine); the server here logs every decode step (see the real_llama fixture), so
-    at concurrency 4 the gauge holds the decoding requests for most of the level. At
-    concurrency 1 a prefill still publishes 0 and the watch may miss the short decode."""
+    step, not on every change. The server here logs every decode step (see the real_llama
+    fixture). A short level may end between two polls, so on every level the watch must only
+    answer and never see more than the level sends; the long level (four requests decoding 192
+    tokens each) must be seen running."""
     result: BenchResult = benches[route]
-    for level in result.levels:
+    for level in [*result.levels, long_levels[route]]:
         server = level.server
         assert server is not None and server.note is None, server
         assert server.samples >= 1
         assert server.peak_running is not None and server.peak_running <= level.concurrency, server
         assert server.max_running_requests == 2048 and server.reached_max_running is False
-    busy = result.level(4).server
+    long = long_levels[route]
+    assert (long.completed, long.output_tokens) == (4, 4 * LONG_OUTPUT_LEN), long.errors
+    busy = long.server
     assert busy is not None and busy.peak_running is not None and busy.peak_running >= 1, busy
 
 
