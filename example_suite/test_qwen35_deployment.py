@@ -47,8 +47,8 @@ def test_prefill_cuda_graph_is_on(effective):
 
 
 def test_decode_cuda_graph_covers_every_running_request(effective):
-    assert effective.decode_cuda_graph is True
-    assert effective.decode_cuda_graph_max_bs >= effective.max_running_requests
+    # Batches above the captured decode graph run without one (eager), slower at full load.
+    assert effective.decode_eager_batches is False, effective.describe("decode_eager_batches")
 
 
 @pytest.mark.requires_sm(120)

@@ -38,6 +38,9 @@ def as_0512_era(info: dict) -> dict:
         body["enable_flashinfer_allreduce_fusion"] = body.pop("flashinfer_allreduce_fusion_backend") is not None
     for key in ("launch_command", "frontend", "startup_time"):
         old.pop(key)
+    for state in old["internal_states"]:  # 0.5.23 also reports the role and what the worker captured
+        for key in ("disaggregation_mode", "decode_cuda_graph_bs", "decode_cuda_graph_memory_gb"):
+            state.pop(key, None)
     old["version"] = "0.5.12"
     return old
 
@@ -52,7 +55,14 @@ def test_real_0523_server_effective_values_and_sources(real_server_info, real_mo
     assert e.source_of("max_running_requests") == "/server_info internal_states[0].effective_max_running_requests_per_dp"
     assert e.requested("max_running_requests") is None
     assert e.max_total_num_tokens == 8192
-    assert (e.decode_cuda_graph, e.decode_cuda_graph_max_bs) == (True, 32)
+    # Its arguments ask for a decode graph up to 32, but a CPU worker captures none, and 0.5.23
+    # reports what it captured: every decode batch runs without a graph.
+    assert snap.server_args.cuda_graph_config.decode.max_bs == 32
+    assert (e.decode_cuda_graph, e.decode_cuda_graph_max_bs, e.decode_eager_batches) == (False, None, True)
+    assert e.source_of("decode_cuda_graph") == "/server_info internal_states[0].decode_cuda_graph_bs (the batch sizes captured) = []"
+    assert e.disaggregation_mode == "null" and e.page_size == 1 and e.mixed_chunk is False
+    assert e.shared_experts_fusion is True  # not turned off (a Llama has no shared experts to fuse)
+    assert e.max_req_input_len == 2042 and e.source_of("max_req_input_len") == "/server_info max_req_input_len"
     assert (e.prefill_cuda_graph, e.prefill_cuda_graph_backend) == (False, "disabled")
     assert "cuda_graph_config.prefill.backend" in e.source_of("prefill_cuda_graph")
     assert e.architectures == ["LlamaForCausalLM"] and e.is_multimodal is False and e.is_hybrid is False
@@ -79,8 +89,13 @@ def test_the_resolved_dict_of_0523_is_a_complete_server_args():
 def test_both_server_info_eras_give_the_same_effective_answers(real_server_info, real_model_info, path):
     new = normalise(facts_of(real_server_info, real_model_info)).effective
     old = normalise(facts_of(as_0512_era(real_server_info), real_model_info, path=path)).effective
-    skip = {"sglang_version", "prefill_cuda_graph_backend"}
+    # Before 0.5.23 only the arguments tell the decode graph (on, up to 32); 0.5.23 tells what the
+    # CPU worker captured (nothing), so those answers differ by era, rightly.
+    graphs = {"decode_cuda_graph", "decode_cuda_graph_max_bs", "decode_eager_batches"}
+    skip = {"sglang_version", "prefill_cuda_graph_backend", *graphs}
     assert {k: v for k, v in old.values().items() if k not in skip} == {k: v for k, v in new.values().items() if k not in skip}
+    assert (old.decode_cuda_graph, old.decode_cuda_graph_max_bs, old.decode_eager_batches) == (True, 32, True)
+    assert old.source_of("decode_eager_batches") == "effective.max_running_requests 2048 against decode_cuda_graph_max_bs 32: batches of 33-2048 requests run without a graph"
     assert old.prefill_cuda_graph_backend == "disabled"
     assert old.source_of("prefill_cuda_graph") == f"{path} internal_states[0].disable_piecewise_cuda_graph = True"
 
@@ -180,7 +195,9 @@ def test_the_real_tp4_qwen3_moe_server_normalises(real_model_info):
     assert e.tp_size == 4
     assert e.gpu_count is None  # a CPU server: no GPUs to count
     assert e.max_running_requests == info["internal_states"][0]["effective_max_running_requests_per_dp"]
-    assert e.decode_cuda_graph_max_bs == info["cuda_graph_config"]["decode"]["max_bs"]
+    # A CPU worker captures no decode graph, whatever its arguments ask for.
+    assert info["cuda_graph_config"]["decode"]["backend"] != "disabled"
+    assert (e.decode_cuda_graph, e.decode_cuda_graph_max_bs) == (False, None)
 
 
 @pytest.mark.parametrize(

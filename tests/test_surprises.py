@@ -53,6 +53,15 @@ def test_a_pattern_that_names_no_rule_is_an_error():
         surprises.rules_of(load(), gone)
 
 
+def test_every_report_links_to_its_issue_or_pull_request():
+    reports = [r for c in surprises.classes() for r in c.reports]
+    assert reports and all(r.url == f"https://github.com/{r.ref.split('#')[0]}/{'pull' if r.kind == 'pull request' else 'issues'}/{r.ref.split('#')[1]}" for r in reports)
+    page = (DOCS / "surprises.md").read_text()
+    assert all(f"[{r.ref}]({r.url})" in page for r in reports)
+    with pytest.raises(ValueError, match="ref"):
+        surprises.Report(ref="38846", kind="issue", title="x")
+
+
 SERVER_ARGS = {field for version in table_versions() for field in flag_table(version).fields}
 
 
@@ -63,13 +72,29 @@ def test_the_test_to_copy_uses_fixtures_and_fields_that_exist(surprise):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             fixture, name = node.value.id, node.attr
             if fixture == "effective":
-                assert name in Effective.model_fields, name
+                assert name in Effective.model_fields or callable(getattr(Effective, name, None)), name
             elif fixture == "server_args":
                 assert name in SERVER_ARGS, name
             elif fixture == "sglang_explain":
                 assert hasattr(Explanation, name), name
             else:
                 pytest.fail(f"{fixture} is not a fixture of the plugin")
+
+
+@pytest.mark.parametrize("profile", ["qwen35-122b-a10b-4xrtx6000-candidate", "qwen35-122b-a10b-4xrtx6000-0.5.23"])
+def test_every_test_to_copy_runs_against_a_server_and_only_its_assertion_can_fail(pytester, profile):
+    """Pasted into a suite as docs/surprises.md shows it, each test runs: it passes or fails on its
+    assertion, never on a name, a fixture or a comparison with None."""
+    copied = [c for c in surprises.classes() if c.test]
+    body = "".join(f"def test_{c.id.replace('-', '_')}(effective, server_args, sglang_explain):\n    {c.test}\n\n\n" for c in copied)
+    pytester.makepyfile(body)
+    result = pytester.runpytest("-p", "no:benchmark", f"--sglang-host=sim://{profile}")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == len(copied), result.stdout.str()[-2000:]
+    raised = [line for line in result.stdout.lines if re.match(r"E +\w+(Error|Exception)\b", line) and not re.match(r"E +AssertionError\b", line)]
+    assert raised == [], raised
+    # each failure is its assertion's: one "E assert ..." line per failed test
+    assert outcomes.get("failed", 0) == sum(bool(re.match(r"E +(AssertionError: )?assert ", line)) for line in result.stdout.lines)
 
 
 if __name__ == "__main__" and "--update" in sys.argv:

@@ -249,9 +249,16 @@ class Effective(_Recorded):
     pp_size: Count | None = None
     dp_size: Count | None = None
     ep_size: Count | None = None
+    # memory layout
+    page_size: Count | None = None
+    # PD disaggregation: the role of this server ("null" when it is not in a PD pair)
+    disaggregation_mode: str | None = None
     # CUDA graphs
     decode_cuda_graph: bool | None = None
     decode_cuda_graph_max_bs: Count | None = None
+    # Some decode batches the server admits run without a graph: the decode graph is off, or
+    # max_running_requests is above decode_cuda_graph_max_bs.
+    decode_eager_batches: bool | None = None
     prefill_cuda_graph: bool | None = None
     prefill_cuda_graph_backend: str | None = None
     # communication and kernels
@@ -259,6 +266,9 @@ class Effective(_Recorded):
     flashinfer_allreduce_fusion: bool | None = None
     attention_backend: str | None = None
     moe_runner_backend: str | None = None
+    shared_experts_fusion: bool | None = None
+    # scheduling
+    mixed_chunk: bool | None = None
     # speculative decoding
     speculative_algorithm: str | None = None
     speculative_num_draft_tokens: Count | None = None

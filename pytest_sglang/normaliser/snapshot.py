@@ -241,7 +241,6 @@ def _normalise(facts: Facts) -> Snapshot:
         (load0.get("max_total_num_tokens"), "/v1/loads loads[0].max_total_num_tokens"),
         (capacity.get("max_total_num_tokens") if capacity else None, cap_src),
     )
-    pick.set("max_req_input_len", (info.get("max_req_input_len"), f"{where_si} max_req_input_len"))
     pick.set(
         "chunked_prefill_size",
         arg("chunked_prefill_size"),
@@ -258,15 +257,26 @@ def _normalise(facts: Facts) -> Snapshot:
         (capacity.get("context_len") if capacity else None, cap_src),
         arg("context_length"),
     )
+    _input_limit(pick, info, where_si, arg)
     for name in ("tp_size", "pp_size", "dp_size", "ep_size"):
         pick.set(name, arg(name))
+    pick.set("page_size", arg("page_size"), requested=asked("page_size"), note=_changed_note(arg("page_size")[0], asked("page_size")))
+    role = pick.set(
+        "disaggregation_mode",
+        (state0.get("disaggregation_mode"), f"{where_si} internal_states[0].disaggregation_mode (the role the scheduler runs)"),
+        arg("disaggregation_mode"),
+    )
 
     # --- CUDA graphs: three eras of fields ----------------------------------------------
-    _cuda_graphs(pick, arg, asked)
+    _cuda_graphs(pick, arg, asked, state0, where_si, role)
+    _eager_decode(pick)
 
     # --- kernels, communication ---------------------------------------------------------
     pick.set("attention_backend", arg("attention_backend"))
     pick.set("moe_runner_backend", arg("moe_runner_backend"))
+    _shared_experts_fusion(pick, arg, asked, logs)
+    mixed = asked("enable_mixed_chunk")
+    pick.set("mixed_chunk", arg("enable_mixed_chunk"), requested=mixed, note=_changed_note(arg("enable_mixed_chunk")[0], mixed))
     pick.set("speculative_algorithm", arg("speculative_algorithm"))
     pick.set("speculative_num_draft_tokens", arg("speculative_num_draft_tokens"))
     pick.set(
@@ -337,26 +347,102 @@ def _launch(info: dict[str, Any], where_si: str, host: Any) -> tuple[str | None,
     return None, None
 
 
-def _cuda_graphs(pick: _Pick, arg: Any, asked: Any) -> None:
+def _changed_note(effective: Any, asked: tuple[Any, str] | None) -> str | None:
+    """A note when SGLang runs a value other than the one the launch command asked for."""
+    if asked is None or asked[0] is None or effective is None or asked[0] == effective or "leaves SGLang's default" in asked[1]:
+        return None
+    return f"SGLang changed it at start-up from the {asked[0]!r} asked for (pytest-sglang explain names why)"
+
+
+def _input_limit(pick: _Pick, info: dict[str, Any], where_si: str, arg: Any) -> None:
+    """The longest prompt: what the server reports, else the TP worker's formula on the figures
+    it reported (not for a diffusion LLM or decode context parallelism, which size it otherwise)."""
+    context, tokens = pick.values.get("context_len"), pick.values.get("max_total_num_tokens")
+    predicted: int | None = None
+    if isinstance(context, int) and isinstance(tokens, int) and context > 0 and tokens > 0:
+        special = [n for n in ("dllm_algorithm", "dcp_size", "attn_dcp_size") if arg(n)[0] not in (None, 0, 1)]
+        predicted = None if special else max(knowledge.max_req_input_len(context, tokens), 0)
+    reported = info.get("max_req_input_len")
+    value = pick.set(
+        "max_req_input_len",
+        (reported, f"{where_si} max_req_input_len"),
+        (predicted, f"predicted: {knowledge.MAX_REQ_INPUT_LEN_FORMULA}, from context_len {context} and max_total_num_tokens {tokens}"),
+    )
+    if isinstance(value, int) and isinstance(context, int) and isinstance(tokens, int) and tokens - 1 < context - 1 and value < context - 6:
+        prov = pick.provenance["max_req_input_len"]
+        why = f"below context_len {context}: the KV pool ({tokens} tokens) caps it, and a longer prompt is refused"
+        pick.provenance["max_req_input_len"] = prov.model_copy(update={"note": "; ".join(filter(None, [prov.note, why]))})
+
+
+def _shared_experts_fusion(pick: _Pick, arg: Any, asked: Any, logs: SGLangLogs) -> None:
+    """Off when the flag is set in the scheduler's copy of the arguments: post-init sets it for
+    some MoE runners and all-to-all backends, and the model loader writes it back when the model
+    cannot fuse (and logs why). It matters only for a model with shared experts."""
+    disabled, source = arg("disable_shared_experts_fusion")
+    wanted = asked("disable_shared_experts_fusion")
+    requested = (not wanted[0], wanted[1]) if wanted is not None and isinstance(wanted[0], bool) else None
+    off_line = logs.shared_experts_fusion_off
+    pick.set(
+        "shared_experts_fusion",
+        (False if off_line else None, f"start-up log: {_tail(off_line or '', 160)!r}"),
+        (not disabled if isinstance(disabled, bool) else None, f"{source} = {disabled!r}"),
+        requested=requested,
+        note="applies to models with shared experts (DeepSeek V2/V3, GLM-4.5, Qwen MoE and others)",
+    )
+
+
+def _tail(text: str, limit: int) -> str:
+    """The end of a log line, where SGLang says what it did (the reason comes first)."""
+    return text if len(text) <= limit else "…" + text[-(limit - 1):]
+
+
+def _eager_decode(pick: _Pick) -> None:
+    """Whether some decode batches the server admits run without a CUDA graph."""
+    on, max_bs, mrr = (pick.values.get(n) for n in ("decode_cuda_graph", "decode_cuda_graph_max_bs", "max_running_requests"))
+    if on is False:
+        pick.set("decode_eager_batches", (True, "effective.decode_cuda_graph is False: every decode batch runs without a graph"))
+    elif on and isinstance(max_bs, int) and isinstance(mrr, int):
+        above = mrr > max_bs
+        how = f"batches of {max_bs + 1}-{mrr} requests run without a graph" if above else "every batch up to it has a graph"
+        pick.set("decode_eager_batches", (above, f"effective.max_running_requests {mrr} against decode_cuda_graph_max_bs {max_bs}: {how}"))
+
+
+def _role_note(role: Any) -> str | None:
+    return f"on a PD {role} server (SGLang sets the CUDA graphs per role)" if role in ("prefill", "decode") else None
+
+
+def _cuda_graphs(pick: _Pick, arg: Any, asked: Any, state0: dict[str, Any], where_si: str, role: Any) -> None:
     config, config_src = arg("cuda_graph_config")
     disabled_all, disabled_src = arg("disable_cuda_graph")
+    role_note = _role_note(role)
+    # 0.5.23 with disaggregation: the decode batch sizes the worker captured, for its role.
+    captured = state0.get("decode_cuda_graph_bs")
+    if isinstance(captured, list) and all(isinstance(b, int) and not isinstance(b, bool) for b in captured):
+        where = f"{where_si} internal_states[0].decode_cuda_graph_bs (the batch sizes captured)"
+        pick.set("decode_cuda_graph", (bool(captured), f"{where} = {short_repr(captured, 60)}"), note=role_note)
+        if captured:
+            pick.set("decode_cuda_graph_max_bs", (max(captured), f"max({where})"))
+        else:  # a CPU server, or a prefill server before a role switch: no batch has a graph
+            pick.provenance["decode_cuda_graph_max_bs"] = Provenance(source=f"{where} = []: no decode batch size is captured")
     if isinstance(config, dict):  # 0.5.14+: CudaGraphConfig(decode=PhaseConfig, prefill=PhaseConfig)
         decode: dict[str, Any] = config["decode"] if isinstance(config.get("decode"), dict) else {}
         prefill: dict[str, Any] = config["prefill"] if isinstance(config.get("prefill"), dict) else {}
         d_backend, p_backend = decode.get("backend"), prefill.get("backend")
-        if d_backend is not None:
-            pick.set("decode_cuda_graph", (d_backend != "disabled", f"{config_src}.decode.backend = {d_backend!r}"))
-        pick.set("decode_cuda_graph_max_bs", (decode.get("max_bs"), f"{config_src}.decode.max_bs"))
+        if d_backend is not None and "decode_cuda_graph" not in pick.values:
+            pick.set("decode_cuda_graph", (d_backend != "disabled", f"{config_src}.decode.backend = {d_backend!r}"), note=role_note)
+        if "decode_cuda_graph_max_bs" not in pick.provenance:
+            pick.set("decode_cuda_graph_max_bs", (decode.get("max_bs"), f"{config_src}.decode.max_bs"))
         if p_backend is not None:
             pick.set(
                 "prefill_cuda_graph",
                 (p_backend != "disabled", f"{config_src}.prefill.backend = {p_backend!r}"),
                 requested=asked("cuda_graph_backend_prefill"),
+                note=role_note,
             )
             pick.set("prefill_cuda_graph_backend", (p_backend, f"{config_src}.prefill.backend"))
         return
     if disabled_all is not None:
-        pick.set("decode_cuda_graph", (not disabled_all, f"{disabled_src} = {disabled_all!r}"))
+        pick.set("decode_cuda_graph", (not disabled_all, f"{disabled_src} = {disabled_all!r}"), note=role_note)
     max_bs, max_bs_src = arg("cuda_graph_max_bs")
     bs, bs_src = arg("cuda_graph_bs")
     pick.set(

@@ -29,6 +29,7 @@ KEEP_PATTERNS: tuple[str, ...] = (
     CAPACITY,
     "KV Cache is allocated",
     "Mamba Cache is allocated",
+    "Shared experts fusion optimization is disabled",
     "Load weight end",
     "Capture cuda graph",
     "Capture piecewise CUDA graph",
@@ -59,6 +60,9 @@ KEEP = "|".join(KEEP_PATTERNS)
 # Seen before this run's start-up line, these lines belong to the previous run.
 PREVIOUS_RUN = "fired up and ready to roll|Decode batch|Prefill batch| TP[0-9]+[]]|POST /|GET /"
 _MAMBA_LINE = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
+# The model loader's word when it keeps the shared experts out of the fused MoE kernel (DeepSeek,
+# GLM-4.5, Qwen MoE ...): "<reason> Shared experts fusion optimization is disabled."
+SHARED_EXPERTS_FUSION_OFF = "Shared experts fusion optimization is disabled"
 ADJUSTMENT = re.compile(
     r"is reset to|is deprecated|Disabling|disabling|Automatically setting|Auto-enabling|is capped to|"
     r"was reduced from|is adjusted|Disable piecewise|Piecewise cuda graph is disabled|forcibly disabled|"
@@ -142,6 +146,14 @@ class SGLangLogs:
             match = _MAMBA_LINE.search(line)
             if match:
                 return int(match.group(1))
+        return None
+
+    @property
+    def shared_experts_fusion_off(self) -> str | None:
+        """The last line in which the model loader turned shared-experts fusion off, cleaned."""
+        for line in reversed(self.lines):
+            if SHARED_EXPERTS_FUSION_OFF in line:
+                return clean_line(line)
         return None
 
     @property

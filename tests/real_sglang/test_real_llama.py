@@ -54,8 +54,25 @@ def test_cuda_graph_answers_match_cuda_graph_config(real_llama):
         e = target.effective
     assert e.prefill_cuda_graph == (config["prefill"]["backend"] != "disabled")
     assert e.prefill_cuda_graph_backend == config["prefill"]["backend"]
-    assert e.decode_cuda_graph == (config["decode"]["backend"] != "disabled")
-    assert e.decode_cuda_graph_max_bs == config["decode"]["max_bs"]
+    # 0.5.23 reports the decode batch sizes the worker captured: a CPU worker captures none,
+    # whatever cuda_graph_config asks for, and every decode batch runs without a graph.
+    state = raw["internal_states"][0]
+    captured = state["decode_cuda_graph_bs"]
+    assert e.decode_cuda_graph == bool(captured)
+    assert e.decode_cuda_graph_max_bs == (max(captured) if captured else None)
+    assert e.decode_eager_batches is (not captured or e.max_running_requests > max(captured))
+
+
+def test_the_facts_behind_the_surprises_are_the_servers(real_llama):
+    raw = requests.get(f"{real_llama.url}/server_info", timeout=10).json()
+    state = raw["internal_states"][0]
+    with connect(real_llama.url) as target:
+        e = target.effective
+    assert e.page_size == state["page_size"] and e.mixed_chunk == state["enable_mixed_chunk"]
+    assert e.shared_experts_fusion is not state["disable_shared_experts_fusion"]
+    assert e.disaggregation_mode == state.get("disaggregation_mode", raw["disaggregation_mode"]) == "null"
+    # The longest prompt the server reports is the TP worker's formula on its own figures.
+    assert e.max_req_input_len == raw["max_req_input_len"] == min(e.context_len - 1, e.max_total_num_tokens - 1) - 5
 
 
 def test_the_runs_own_startup_line_parses_to_the_values_of_server_info(real_llama):

@@ -31,6 +31,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from packaging.version import Version
 
+from pytest_sglang.model import knowledge
 from pytest_sglang.model.versions import nearest_release
 from pytest_sglang.judge.explain.expr import Expression, Scope, Unknown, compile_expression, is_unknown
 from pytest_sglang.judge.explain.situation import Situation
@@ -574,7 +575,7 @@ def _input_limit(situation: Situation, figures: dict[str, Bound], unknown: dict[
     if context is None or tokens is None:
         unknown["max_req_input_len"] = unknown.get("context_len") or unknown.get("max_total_num_tokens") or "the KV pool is not known"
         return
-    low, high = (min(context.low - 1, t - 1) - 5 for t in (tokens.low, tokens.high))
+    low, high = (knowledge.max_req_input_len(context.low, t) for t in (tokens.low, tokens.high))
     pool_binds = tokens.low < context.low
     why = f"min(context_len - 1, max_total_num_tokens - 1) - 5; {'the KV pool' if pool_binds else 'the context length'} decides it" if low == high or not pool_binds else "min(context_len - 1, max_total_num_tokens - 1) - 5; the KV pool decides it where it is below the context length"
     figures["max_req_input_len"] = Bound(low, high, why)

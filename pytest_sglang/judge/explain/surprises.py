@@ -10,9 +10,9 @@ import re
 import sys
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -20,6 +20,21 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 from pytest_sglang.judge.explain.kb import KnowledgeBase, Rule
+
+
+class Report(BaseModel):
+    """A public report that shows a class: an issue or a pull request."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ref: str = Field(pattern=r"^[\w.-]+/[\w.-]+#\d+$")  # owner/repo#N
+    kind: Literal["issue", "pull request"]
+    title: str
+
+    @property
+    def url(self) -> str:
+        repo, number = self.ref.split("#")
+        return f"https://github.com/{repo}/{'pull' if self.kind == 'pull request' else 'issues'}/{number}"
 
 
 class SurpriseClass(BaseModel):
@@ -33,6 +48,7 @@ class SurpriseClass(BaseModel):
     rules: list[str] = []
     test: str | None = None
     scope: str | None = None  # why explain does not judge it, when it does not
+    reports: list[Report] = []
 
 
 @lru_cache(maxsize=1)
@@ -93,8 +109,14 @@ def rows(kb: KnowledgeBase) -> list[dict[str, Any]]:
             "logs": list(dict.fromkeys(_shown_log(rule.log) for rule in found if rule.log)),
             "knobs": list(dict.fromkeys(knob for rule in found for knob in rule.knobs[:1]))[:3],
             "test": surprise.test,
+            "reports": surprise.reports,
         })  # fmt: skip
     return out
+
+
+def _md_text(text: str) -> str:
+    """A report's title as Markdown text: code spans and link brackets kept literal."""
+    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", text)
 
 
 def text(kb: KnowledgeBase) -> str:
@@ -131,22 +153,22 @@ def markdown(kb: KnowledgeBase) -> str:
     out += class_table(kb, link="")
     for row in table:
         out += ["", f'<a id="{row["id"]}"></a>', "", f"## {row['title']}", "", row["what"], ""]
+        reported = "- **Reported in:** " + "; ".join(f"[{r.ref}]({r.url}) ({_md_text(r.title)})" for r in row["reports"])
         if not row["judged"]:
-            out += [f"explain does not judge it ({row['scope']}).", ""]
+            out += [f"explain does not judge it ({row['scope']}).", ""] + ([reported, ""] if row["reports"] else [])
             continue
         out.append(f"- **Releases:** SGLang {row['releases']}")
         out.append("- **SGLang logs:** " + ("; ".join(f"`{log}`" for log in row["logs"]) if row["logs"] else "nothing"))
         out.append("- **Rules:** " + ", ".join(f"`{rule}`" for rule in row["rules"]))
         if row["knobs"]:
             out.append("- **To change it:** " + "; ".join(row["knobs"]))
+        if row["reports"]:
+            out.append(reported)
         if row["test"]:
             out += ["", "A test to copy (run with `pytest --sglang-host=...`):", "", "```python",
                     f"def test_{row['id'].replace('-', '_')}(effective, server_args, sglang_explain):", f"    {row['test']}", "```"]
     out += ["", "## Where these come from", "",
-            "The classes were drawn from public reports of SGLang changing a launch configuration, among",
-            "them sgl-project/sglang issues 38846, 33004, 14443, 4048, 10868, 29092, 33483, 8609, 35080,",
-            "12360, 24633, 29857, 9961, 34683, 20018 and 5181, and pull requests 13377, 25795, 30409,",
-            "25921, 12801, 8782, 25006, 11816, 6911, 6874, 34555, 32703, 31418, 11632, 25199, 23862,",
-            "27399, 32360, 15783, 13584 and 21005. Each rule's releases come from that release's own code",
-            "([explain-proof.md](explain-proof.md)).", ""]
+            "The classes were drawn from public reports of SGLang changing a launch configuration; each",
+            "section links the ones that show it. A report is an example of the mechanism, not a proof:",
+            "each rule's releases come from that release's own code ([explain-proof.md](explain-proof.md)).", ""]
     return "\n".join(out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from importlib import resources
+from typing import TypeVar
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -37,6 +38,19 @@ def flashinfer_allreduce_fusion_runs_on(sm: int) -> bool:
     """The runtime gate (0.5.10-0.5.13 ``layers/communicator.py:158``; 0.5.14+ ``add_norm.py:144``):
     SM90 (``is_sm90_supported``) or SM10x (``is_sm100_supported``: major 10). Not SM11x, not SM12x."""
     return sm // 10 in (9, 10)
+
+
+_Figure = TypeVar("_Figure", int, float)
+
+
+def max_req_input_len(context_len: _Figure, max_total_num_tokens: _Figure) -> _Figure:
+    """The longest prompt a server accepts, as every release's TP worker computes it
+    (0.5.5-0.5.23 ``TpModelWorker.__init__``): ``min(context_len - 1, max_total_num_tokens - 1) - 5``.
+    A KV pool smaller than the context length caps it below ``--context-length``."""
+    return min(context_len - 1, max_total_num_tokens - 1) - 5
+
+
+MAX_REQ_INPUT_LEN_FORMULA = "min(context_len - 1, max_total_num_tokens - 1) - 5, the TP worker's formula"
 
 
 FLASHINFER_ALLREDUCE_FUSION_GATE = (

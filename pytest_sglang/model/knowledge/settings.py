@@ -17,8 +17,13 @@ SAME_SETTING: dict[str, tuple[str, ...]] = {
     "context_len": ("context_length", "max_model_len"),
     "mamba_cache_size": ("max_mamba_cache_size",),
     # CUDA graphs, three eras of fields (0.5.14+: one cuda_graph_config for both phases)
-    "decode_cuda_graph": ("disable_cuda_graph", "cuda_graph_config"),
-    "decode_cuda_graph_max_bs": ("cuda_graph_max_bs", "cuda_graph_bs", "cuda_graph_config"),
+    "decode_cuda_graph": ("disable_cuda_graph", "cuda_graph_config", "decode_cuda_graph_bs"),
+    "decode_cuda_graph_max_bs": ("cuda_graph_max_bs", "cuda_graph_bs", "cuda_graph_config", "decode_cuda_graph_bs"),
+    # whether batches above the decode graph's range run eager: the graph against the request cap
+    "decode_eager_batches": ("decode_cuda_graph", "max_running_requests", "decode_cuda_graph_max_bs"),
+    # on/off fields named the other way round, or by their flag
+    "shared_experts_fusion": ("disable_shared_experts_fusion",),
+    "mixed_chunk": ("enable_mixed_chunk",),
     "prefill_cuda_graph": ("disable_piecewise_cuda_graph", "enable_piecewise_cuda_graph", "cuda_graph_config"),
     "prefill_cuda_graph_backend": ("prefill_cuda_graph",),  # the backend of the on/off field
     # allreduce fusion: what was asked (the era's field), then whether it runs on this GPU
