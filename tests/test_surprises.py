@@ -8,7 +8,9 @@ and its test to copy uses fixtures and fields that exist.
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -60,6 +62,20 @@ def test_every_report_links_to_its_issue_or_pull_request():
     assert all(f"[{r.ref}]({r.url})" in page for r in reports)
     with pytest.raises(ValueError, match="ref"):
         surprises.Report(ref="38846", kind="issue", title="x")
+
+
+@pytest.mark.parametrize("form", ["text", "--markdown", "--json"])
+def test_the_command_line_lists_the_classes_in_each_form(form):
+    done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", "explain", "--list-surprises", *([form] if form != "text" else [])], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    if form == "--json":
+        rows = json.loads(done.stdout)
+        assert [r["id"] for r in rows] == [c.id for c in surprises.classes()]
+        assert all(r["url"].startswith("https://github.com/") for row in rows for r in row["reports"])
+    elif form == "--markdown":
+        assert done.stdout == (DOCS / "surprises.md").read_text()
+    else:
+        assert [line.split()[0] for line in done.stdout.splitlines()] == [c.id for c in surprises.classes()]
 
 
 SERVER_ARGS = {field for version in table_versions() for field in flag_table(version).fields}

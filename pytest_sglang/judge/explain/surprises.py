@@ -109,7 +109,7 @@ def rows(kb: KnowledgeBase) -> list[dict[str, Any]]:
             "logs": list(dict.fromkeys(_shown_log(rule.log) for rule in found if rule.log)),
             "knobs": list(dict.fromkeys(knob for rule in found for knob in rule.knobs[:1]))[:3],
             "test": surprise.test,
-            "reports": surprise.reports,
+            "reports": [{**report.model_dump(), "url": report.url} for report in surprise.reports],
         })  # fmt: skip
     return out
 
@@ -153,7 +153,7 @@ def markdown(kb: KnowledgeBase) -> str:
     out += class_table(kb, link="")
     for row in table:
         out += ["", f'<a id="{row["id"]}"></a>', "", f"## {row['title']}", "", row["what"], ""]
-        reported = "- **Reported in:** " + "; ".join(f"[{r.ref}]({r.url}) ({_md_text(r.title)})" for r in row["reports"])
+        reported = "- **Reported in:** " + "; ".join(f"[{r['ref']}]({r['url']}) ({_md_text(r['title'])})" for r in row["reports"])
         if not row["judged"]:
             out += [f"explain does not judge it ({row['scope']}).", ""] + ([reported, ""] if row["reports"] else [])
             continue
