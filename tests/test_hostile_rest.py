@@ -625,9 +625,9 @@ def test_a_json_value_of_thousands_of_commands_is_read_in_linear_time() -> None:
     from pytest_sglang.parse.redact import redact_command
 
     value = json.dumps([f"serve --api-key sk-{i:06d}" for i in range(9000)])  # 261 KB
-    started = time.perf_counter()
+    started = time.process_time()
     out = redact_command("--x " + shlex.quote(value))
-    assert time.perf_counter() - started < 5.0 and "sk-000001" not in out
+    assert time.process_time() - started < 5.0 and "sk-000001" not in out
 
 
 @pytest.mark.parametrize(
@@ -662,9 +662,9 @@ def test_the_simulator_reads_a_megabyte_launch_command_in_linear_time() -> None:
     from pytest_sglang.target.sources.sim.profile import _argv_of
 
     text = "python -m sglang.launch_server " + "\\a" * (1 << 19)
-    started = time.perf_counter()
+    started = time.process_time()
     assert _argv_of(text) == "a" * (1 << 19)
-    assert time.perf_counter() - started < 5.0  # shlex took minutes
+    assert time.process_time() - started < 5.0  # shlex took minutes
 
 
 # ---- 9. the failed-host file of the benchmarks --------------------------------------------------------

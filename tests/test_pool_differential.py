@@ -184,8 +184,8 @@ def test_every_release_has_one_sizing_era():
 def test_the_sizing_is_fast():
     situation = _situation("python -m sglang.launch_server --model-path m --tp 4 --max-running-requests 48", "qwen3-next", "0.5.23", 4)
     estimate_pools(situation)
-    started = time.perf_counter()
+    started = time.process_time()
     for _ in range(20):
         estimate_pools(situation)
         estimate_pools(situation, pre_load_free_bytes=84_000_000_000, weights_bytes=40_000_000_000)
-    assert (time.perf_counter() - started) / 40 < 0.005
+    assert (time.process_time() - started) / 40 < 0.005

@@ -579,9 +579,9 @@ def test_generated_scripts_give_the_argv_and_environment_bash_gives(script: str)
 
 def test_a_doubling_chain_is_one_line_naming_the_variable() -> None:
     script = "A0=xxxxxxxxxxxxxxxx\n" + "".join(f"A{k}=$A{k - 1}$A{k - 1}\n" for k in range(1, 60)) + LAUNCH + " --model-path $A59\n"
-    started = time.perf_counter()
+    started = time.process_time()
     launch = parse_launch_command(script, sglang_version="0.5.16")
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
     assert launch.read_error is not None and "\n" not in launch.read_error
     assert re.search(r"expanding \$A\d+ makes more than 1048576 characters", launch.read_error)
     with pytest.raises(SpecError, match=r"the launch command cannot be read: expanding \$A\d+"):
@@ -605,9 +605,9 @@ def test_a_doubling_chain_is_one_line_naming_the_variable() -> None:
     ids=["nested-defaults", "nested-parentheses", "variable-chain", "brace-bomb", "long-sequence", "big-array", "nested-functions", "nested-ifs"],
 )
 def test_hostile_scripts_finish_quickly_with_bounded_output(script: str) -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     launch = parse_launch_command(script, sglang_version="0.5.16")
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
     assert len(launch.command_line) <= max(4 * len(script), MIN_BUDGET) + 1000
     assert launch.read_error is None or "\n" not in launch.read_error
     assert all("\n" not in note for note in launch.notes)
@@ -627,9 +627,9 @@ def test_reading_time_grows_linearly_with_the_script(mix: list[int], size: int) 
         text = script(n)
         best = float("inf")
         for _ in range(2):
-            started = time.perf_counter()
+            started = time.process_time()
             launch = parse_launch_command(text, sglang_version="0.5.16")
-            best = min(best, time.perf_counter() - started)
+            best = min(best, time.process_time() - started)
         assert len(launch.command_line) <= max(4 * len(text), MIN_BUDGET)
         return best
 

@@ -29,17 +29,12 @@ given the same two memory figures, must give the same figures twice:
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import random
 import re
 import shlex
-import subprocess
 import sys
-import tempfile
 import time
-import zipfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -257,23 +252,8 @@ def real_answers(version: str, python: Path, cases: list[dict]) -> dict:
     the release: ``{name: {"pools": {...}} | {"error", "stage"}}``."""
     import postinit_differential
 
-    cache = os.environ.get("SGLANG_POOLS_CACHE")  # a directory keeping answers between runs
     requests = [{k: c[k] for k in ("name", "argv", "gpu", "memory")} for c in cases]
-    key = hashlib.sha256(json.dumps([version, requests, (HERE / "sglang_pools.py").read_text(), "pinned transformers"], sort_keys=True).encode()).hexdigest()[:16]
-    cached = Path(cache) / f"pools-{version}-{key}.json" if cache else None
-    if cached is not None and cached.exists():
-        return json.loads(cached.read_text())
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "src"
-        env = postinit_differential.release_environment(version, src)
-        out = subprocess.run([str(python), str(HERE / "sglang_pools.py")], input=json.dumps(requests), env=env, capture_output=True, text=True)
-        if out.returncode:
-            raise RuntimeError(f"sglang {version}: sglang_pools.py failed: {out.stderr.strip().splitlines()[-1:]}")
-    answers = json.loads(out.stdout)
-    if cached is not None:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(json.dumps(answers))
-    return answers
+    return postinit_differential.run_in_release(version, python, "sglang_pools.py", requests, cache_var="SGLANG_POOLS_CACHE", tag="pools-")
 
 
 # ---- explain's side -----------------------------------------------------------------------------

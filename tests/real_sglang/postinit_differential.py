@@ -98,6 +98,9 @@ FAMILIES = {
     "gemma3": "multimodal (Gemma3ForConditionalGeneration)",
     "llama4": "multimodal MoE (Llama4ForConditionalGeneration)",
     "falcon-h1": "mamba/SSM hybrid (FalconH1ForCausalLM)",
+    "glm4-moe": "MoE (Glm4MoeForCausalLM)",
+    "gpt-oss": "MXFP4 MoE, attention sinks (GptOssForCausalLM)",
+    "deepseek-v4": "DeepSeek V4 (DeepseekV4ForCausalLM)",
 }
 
 # Flags the rules read that a post-init on this machine cannot take as given: they name files,
@@ -123,19 +126,20 @@ REALISTIC: dict[str, list[Any]] = {
     "page_size": [1, 16, 64], "chunked_prefill_size": [2048, 8192, -1], "cuda_graph_max_bs": [8, 64, 256],
     "cuda_graph_max_bs_decode": [8, 64], "max_running_requests": [16, 48, 4096], "mem_fraction_static": [0.7, 0.85],
     "schedule_conservativeness": [0.5, 1.3], "speculative_num_steps": [1, 3, 5], "speculative_num_draft_tokens": [2, 4, 8],
-    "speculative_eagle_topk": [1, 2, 4], "attention_backend": ["triton", "flashinfer", "fa3", "trtllm_mha", "trtllm_mla", "flashmla"],
-    "decode_attention_backend": ["triton", "fa3", "trtllm_mla"], "prefill_attention_backend": ["triton", "fa3"],
+    "speculative_eagle_topk": [1, 2, 4], "attention_backend": ["triton", "flashinfer", "fa3", "trtllm_mha", "trtllm_mla", "flashmla", "tokenspeed_mla"],
+    "decode_attention_backend": ["triton", "fa3", "trtllm_mla", "tokenspeed_mla"], "prefill_attention_backend": ["triton", "fa3"],
     "kv_cache_dtype": ["auto", "fp8_e4m3", "fp8_e5m2"], "moe_runner_backend": ["auto", "triton", "flashinfer_trtllm", "flashinfer_cutlass", "cutlass"],
     "moe_a2a_backend": ["none", "deepep"], "mamba_scheduler_strategy": ["auto", "no_buffer", "extra_buffer"],
     "mamba_radix_cache_strategy": ["auto", "no_buffer", "extra_buffer"], "flashinfer_allreduce_fusion_backend": ["auto", "trtllm"],
-    "quantization": ["fp8", "modelopt_fp4"], "fp8_gemm_runner_backend": ["auto", "flashinfer_trtllm", "flashinfer_cutlass", "flashinfer_deepgemm"],
+    "quantization": ["fp8", "modelopt_fp4", "unquant"], "fp8_gemm_runner_backend": ["auto", "flashinfer_trtllm", "flashinfer_cutlass", "flashinfer_deepgemm"],
     "cuda_graph_backend_prefill": ["breakable", "disabled"], "cuda_graph_backend_decode": ["full", "disabled"],
 }  # fmt: skip
 
 # Commands stored for every release besides the drawn ones, on one GPU: each pins rules whose
 # condition a random draw of at most three flags rarely meets (speculative decoding and the
-# overlap schedule: the EAGLE shape, NGRAM, DFLASH, a hybrid model's extra_buffer with NEXTN), or
-# a model family the draw does not use (``glm4-moe``).
+# overlap schedule: the EAGLE shape, NGRAM, DFLASH, a hybrid model's extra_buffer with NEXTN), a
+# plain GLM-4.5 Air, the MoE runner a family gets on its own, or a refusal of a flag the draw
+# leaves out (``--disaggregation-mode``).
 # A command with a flag or choice the release does not have is left out for that release.
 PINNED_GPU = {"sm": 90, "name": GPUS[90], "memory_mib": 81559, "count": 4}
 PINNED: list[tuple[str, list[str]]] = [
@@ -173,6 +177,26 @@ PINNED: list[tuple[str, list[str]]] = [
     # for EAGLE (and EAGLE3, DFLASH) from 0.5.19, off for NGRAM in every release.
     ("llama", ["--enable-mixed-chunk", "--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", "{models}/llama"], gpu_case(90, 81559, 8)),
     ("llama", ["--enable-mixed-chunk", "--speculative-algorithm", "NGRAM"], gpu_case(90, 81559, 8)),
+    # The MoE runner each family gets on B200 (and gpt-oss on SM120), which turns shared-experts
+    # fusion off: Qwen3 MoE BF16 (0.5.8+) and FP8 (0.5.6+), GLM-4.5 NVFP4 (0.5.10+) and BF16
+    # (0.5.15+), DeepSeek V3.2 (0.5.6+), gpt-oss MXFP4 (flashinfer_mxfp4).
+    ("qwen3-moe", [], gpu_case(100, 183359, 8)),
+    ("qwen3-moe", ["--quantization", "fp8"], gpu_case(100, 183359, 8)),
+    ("glm4-moe", ["--quantization", "modelopt_fp4"], gpu_case(100, 183359, 8)),
+    ("glm4-moe", [], gpu_case(100, 183359, 8)),
+    ("deepseek-v3.2", [], gpu_case(100, 183359, 8)),
+    ("gpt-oss", [], gpu_case(120, 97887, 4)),
+    # Start-up refusals: DeepSeek V4 with NEXTN, and with EAGLE but no topk 1; tokenspeed_mla
+    # without an FP8 KV cache (B200) and off Blackwell (H100); the decode radix cache on the
+    # default transfer backend (0.5.11: NIXL only), on the fake one, and with speculative decoding.
+    ("deepseek-v4", ["--speculative-algorithm", "NEXTN"], gpu_case(100, 183359, 8)),
+    ("deepseek-v4", ["--speculative-algorithm", "EAGLE"], gpu_case(100, 183359, 8)),
+    ("deepseek-v3", ["--attention-backend", "tokenspeed_mla"], gpu_case(100, 183359, 8)),
+    ("deepseek-v3", ["--attention-backend", "tokenspeed_mla", "--kv-cache-dtype", "fp8_e4m3"], gpu_case(90, 81559, 8)),
+    ("llama", ["--disaggregation-mode", "decode", "--disaggregation-decode-enable-radix-cache"]),
+    ("llama", ["--disaggregation-mode", "decode", "--disaggregation-decode-enable-radix-cache", "--disaggregation-transfer-backend", "fake"]),
+    ("llama", ["--disaggregation-mode", "decode", "--disaggregation-decode-enable-radix-cache", "--disaggregation-transfer-backend", "nixl", "--speculative-algorithm", "NGRAM"]),
+    ("llama", ["--disaggregation-mode", "decode", "--disaggregation-decode-enable-radix-cache", "--disaggregation-transfer-backend", "nixl", "--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", f"{PLACEHOLDER}/llama"]),
 ]  # fmt: skip
 
 # Open disagreement classes, each with its reason: the fast tier accepts exactly these.
@@ -432,35 +456,48 @@ def release_environment(version: str, src: Path) -> dict[str, str]:
     }  # fmt: skip
 
 
-def real_answers(version: str, python: Path, cases: list[dict]) -> dict:
-    """What the release's own post-init made of each case on its simulated GPU, from one import
-    of the release: ``{name: {"fields", "parsed"} | {"error"}}`` (field names as SGLang reports
-    them: ``from_cli_args`` renames applied to the parsed namespace)."""
+def run_in_release(version: str, python: Path, script: str, requests: list[dict], *, cache_var: str, tag: str = "",
+                   transform: Callable[[dict, Path], None] | None = None) -> dict:
+    """``script`` (a file beside this one) run on ``requests`` in one import of the release's own
+    code, with its pinned transformers; ``transform(answers, src)`` sees the unpacked sources.
+    The answers are kept in the directory ``$cache_var`` names, keyed by the release, the
+    requests and the script's text."""
     import hashlib
 
-    import flag_table_live
-
-    cache = os.environ.get("SGLANG_POSTINIT_CACHE")  # a directory keeping answers between runs
-    key = hashlib.sha256(json.dumps([version, cases, (HERE / "sglang_postinit.py").read_text(), "pinned transformers"], sort_keys=True).encode()).hexdigest()[:16]
-    cached = Path(cache) / f"{version}-{key}.json" if cache else None
+    cache = os.environ.get(cache_var)  # a directory keeping answers between runs
+    key = hashlib.sha256(json.dumps([version, requests, (HERE / script).read_text(), "pinned transformers"], sort_keys=True).encode()).hexdigest()[:16]
+    cached = Path(cache) / f"{tag}{version}-{key}.json" if cache else None
     if cached is not None and cached.exists():
         return json.loads(cached.read_text())
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "src"
         env = release_environment(version, src)
-        requests = [{"name": c["name"], "argv": c["argv"], "gpu": c["gpu"], **({"env": c["env"]} if c.get("env") else {})} for c in cases]
-        out = subprocess.run([str(python), str(HERE / "sglang_postinit.py")], input=json.dumps(requests), env=env, capture_output=True, text=True)
+        out = subprocess.run([str(python), str(HERE / script)], input=json.dumps(requests), env=env, capture_output=True, text=True)
         if out.returncode:
-            raise RuntimeError(f"sglang {version}: sglang_postinit.py failed: {out.stderr.strip().splitlines()[-1:]}")
-        moved = flag_table_live.renames((src / "sglang" / "srt" / "server_args.py").read_text())
-    answers = json.loads(out.stdout)
-    for answer in answers.values():
-        if "parsed" in answer:
-            answer["parsed"] = flag_table_live._renamed(answer["parsed"], moved)
+            raise RuntimeError(f"sglang {version}: {script} failed: {out.stderr.strip().splitlines()[-1:]}")
+        answers = json.loads(out.stdout)
+        if transform is not None:
+            transform(answers, src)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(answers))
     return answers
+
+
+def real_answers(version: str, python: Path, cases: list[dict]) -> dict:
+    """What the release's own post-init made of each case on its simulated GPU, from one import
+    of the release: ``{name: {"fields", "parsed"} | {"error"}}`` (field names as SGLang reports
+    them: ``from_cli_args`` renames applied to the parsed namespace)."""
+    import flag_table_live
+
+    def renamed(answers: dict, src: Path) -> None:
+        moved = flag_table_live.renames((src / "sglang" / "srt" / "server_args.py").read_text())
+        for answer in answers.values():
+            if "parsed" in answer:
+                answer["parsed"] = flag_table_live._renamed(answer["parsed"], moved)
+
+    requests = [{"name": c["name"], "argv": c["argv"], "gpu": c["gpu"], **({"env": c["env"]} if c.get("env") else {})} for c in cases]
+    return run_in_release(version, python, "sglang_postinit.py", requests, cache_var="SGLANG_POSTINIT_CACHE", transform=renamed)
 
 
 _MISSING = object()

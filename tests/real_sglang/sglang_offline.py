@@ -314,12 +314,13 @@ def _serve_parsed(argv: list[str]) -> dict:
         # needs diffusers (not installed here); 'sglang serve' never calls it.
         if str(missing.name).startswith("sglang"):
             raise
+        absent = missing.name  # the except clause unbinds `missing` when it ends
         import types
 
         standin = types.ModuleType("sglang.cli.generate")
 
         def generate(args, extra_argv):  # noqa: ANN001
-            raise RuntimeError(f"'sglang generate' needs {missing.name}, not installed here")
+            raise RuntimeError(f"'sglang generate' needs {absent}, not installed here")
 
         standin.generate = generate  # type: ignore[attr-defined]
         sys.modules["sglang.cli.generate"] = standin

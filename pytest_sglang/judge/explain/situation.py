@@ -281,6 +281,12 @@ def config_signals(config: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     quant = config.get("quantization_config")
     if isinstance(quant, Mapping) and isinstance(quant.get("quant_method"), str):
         out["quant_method"] = (quant["quant_method"], "config.json quantization_config.quant_method")
+    elif "quantization_config" not in config and "compression_config" not in config:
+        # An unquantized checkpoint: SGLang's get_quantization_config answers None. A fact of None
+        # would read as unknown, so the rules compare with the word 'none'. (A ModelOpt
+        # checkpoint keeps its quantization in hf_quant_config.json: read_model and
+        # catalog_model take the word back where that file, or a partial copy, leaves it open.)
+        out["quant_method"] = ("none", "config.json has no quantization_config")
     layer_types = text.get("layer_types")
     if isinstance(layer_types, list) and any(isinstance(t, str) and ("linear" in t or "mamba" in t) for t in layer_types):
         out["hybrid"] = (True, "config.json layer_types has linear-attention layers")
@@ -355,7 +361,10 @@ def read_model(model: str | Mapping[str, Any] | None) -> tuple[list[str], dict[s
             raise SpecError(f"model config {file}: is not JSON; give the model's config.json or an architecture name") from None
         if not isinstance(config, dict):
             raise SpecError(f"model config {file}: is not a JSON object; give the model's config.json")
-        return _archs_of(config, str(file)), config_signals(config), f"{file} architectures"
+        signals = config_signals(config)
+        if file.with_name("hf_quant_config.json").exists() and signals.get("quant_method", (None,))[0] == "none":
+            del signals["quant_method"]  # a ModelOpt checkpoint: its quantization is in that file
+        return _archs_of(config, str(file)), signals, f"{file} architectures"
     if not text.replace("_", "").isalnum():
         raise SpecError(f"model {text!r}: give an architecture name such as Qwen3_5MoeForConditionalGeneration, or a config.json path")
     return [text], {}, "given architecture"
@@ -372,6 +381,8 @@ def catalog_model(model_path: Any, notes: list[str] | None = None) -> tuple[list
     if match.entry is None:
         return [], {}, ""
     signals = {name: (value, f"{match.source}: {why}") for name, (value, why) in config_signals(match.entry.config).items()}
+    if match.entry.partial and signals.get("quant_method", (None,))[0] == "none":
+        del signals["quant_method"]  # a reduced copy that may have left its quantization_config out
     return [match.entry.architecture], signals, match.source
 
 
