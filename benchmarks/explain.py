@@ -33,8 +33,8 @@ from pytest_sglang.judge.explain.api import explain, explain_launch
 from pytest_sglang.judge.explain.cause import causes
 from pytest_sglang.judge.explain.situation import from_target
 from pytest_sglang.judge.explain.startup import explain_reported, explain_startup_line
-from pytest_sglang.target.sources.sim.host import simulated_host
-from pytest_sglang.target.sources.sim.profile import load_profile
+from pytest_sglang.simulator.host import simulated_host
+from pytest_sglang.simulator.profile import load_profile
 
 GOALS = {"load": 100.0, "explain": 50.0, "cause": 1.0}
 

@@ -7,7 +7,7 @@ much longer than 4).
 Two kinds of simulated host:
 
 - ``sim://`` specs, as a run uses them: every host is a server of one shared simulator
-  process (pytest_sglang/target/sources/sim/many.py), started with the first host. "cold" starts that process
+  process (pytest_sglang/simulator/many.py), started with the first host. "cold" starts that process
   in every run, as a test session does once; "warm" finds it already running. (Before, each
   host was a Python process of its own: 32 interpreter starts, about 0.2 s of CPU each.);
 - in-process simulators (one listening thread per host in this process), read over HTTP on
@@ -36,9 +36,9 @@ from typing import Any, Callable, Iterator
 from pytest_sglang.collect.http import HttpClient
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.judge.fleet import documents, drift, open_targets
-from pytest_sglang.target.sources.sim.launcher import shutdown_shared_simulator
-from pytest_sglang.target.sources.sim.profile import load_profile
-from pytest_sglang.target.sources.sim.server import SimServer
+from pytest_sglang.simulator.launcher import shutdown_shared_simulator
+from pytest_sglang.simulator.profile import load_profile
+from pytest_sglang.simulator.server import SimServer
 from pytest_sglang.target.spec import parse_spec
 from pytest_sglang.target.target import Target, open_target
 
@@ -46,9 +46,9 @@ PROFILE = "qwen35-122b-a10b-4xrtx6000-baseline"
 
 
 def profile_files(folder: Path, count: int) -> list[Path]:
-    import pytest_sglang.target.sources.sim
+    import pytest_sglang.simulator
 
-    source = Path(pytest_sglang.target.sources.sim.__file__).parent / "profiles" / f"{PROFILE}.json"
+    source = Path(pytest_sglang.simulator.__file__).parent / "profiles" / f"{PROFILE}.json"
     out = []
     for i in range(count):
         path = folder / f"replica-{i:02d}.json"

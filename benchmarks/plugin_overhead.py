@@ -3,7 +3,7 @@ and how many HTTP requests it makes (goal: each endpoint once per session; < 0.5
 
     python benchmarks/plugin_overhead.py [--tests 100] [--rounds 5]
 
-It starts ``python -m pytest_sglang.target.sources.sim`` on loopback, then times ``pytest`` on 100 tests that
+It starts ``python -m pytest_sglang.sim`` on loopback, then times ``pytest`` on 100 tests that
 read the server's configuration through the plugin's fixtures, against the same 100 tests
 asserting on constants with the plugin disabled. A counting proxy in front of the simulator
 shows how often each path was requested.
@@ -29,7 +29,7 @@ PROFILE = "qwen35-122b-a10b-4xrtx6000-baseline"
 
 def start_simulator() -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest_sglang.target.sources.sim", "--profile", PROFILE, "--port", "0"],
+        [sys.executable, "-m", "pytest_sglang.sim", "--profile", PROFILE, "--port", "0"],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -2,7 +2,7 @@
 
     python benchmarks/serving.py [--rates 25,50,100,200,400,800] [--streams 256]
 
-One simulator process (``python -m pytest_sglang.target.sources.sim``, a 0.5.23 profile with metrics on, a
+One simulator process (``python -m pytest_sglang.sim``, a 0.5.23 profile with metrics on, a
 running cap of 4096, so no request ever queues and the simulator's model says exactly what
 each request should take, and a 20 ms decode step, as a GPU takes at a large batch) serves
 every run, one after another. The table answers:
@@ -63,8 +63,8 @@ from bench_serving_driver import run_bench_serving  # noqa: E402
 
 from pytest_sglang.collect.bench.load import load_spec, run_load  # noqa: E402
 from pytest_sglang.model.bench import LevelResult  # noqa: E402
-from pytest_sglang.target.sources.sim import load_profile  # noqa: E402
-from pytest_sglang.target.sources.sim.launcher import SimProcess, start_simulator  # noqa: E402
+from pytest_sglang.simulator import load_profile  # noqa: E402
+from pytest_sglang.simulator.launcher import SimProcess, start_simulator  # noqa: E402
 
 BASE_PROFILE = "qwen35-122b-a10b-4xrtx6000-0.5.23"  # SGLang 0.5.23, --enable-metrics
 CAP = 4096  # running requests: above every level, so nothing queues
@@ -83,7 +83,7 @@ T = TypeVar("T")
 
 def profile_file(folder: Path) -> Path:
     """The base profile with the running cap raised, as a profile JSON the simulator reads."""
-    data = json.loads(resources.files("pytest_sglang.target.sources.sim").joinpath("profiles").joinpath(f"{BASE_PROFILE}.json").read_text())
+    data = json.loads(resources.files("pytest_sglang.simulator").joinpath("profiles").joinpath(f"{BASE_PROFILE}.json").read_text())
     data["name"] = f"{BASE_PROFILE}-cap{CAP}"
     data["runtime"]["effective_max_running_requests_per_dp"] = CAP
     data.setdefault("performance", {})["decode_step_base_ms"] = DECODE_STEP_BASE_MS

@@ -2,7 +2,7 @@
 
     python benchmarks/sim_capacity.py [--server asyncio|threaded] [--levels 1,64,256] [--seconds 4]
 
-It starts ``python -m pytest_sglang.target.sources.sim`` in its own process with a profile whose running cap
+It starts ``python -m pytest_sglang.sim`` in its own process with a profile whose running cap
 (4096) is above every level, so no request ever queues and the model's times are known: time
 to first token = prefill, gap between tokens = one decode step at the level's batch size.
 Closed-loop clients (aiohttp) keep N streaming ``/generate`` or ``/v1/chat/completions``
@@ -26,7 +26,7 @@ from pathlib import Path
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pytest_sglang.target.sources.sim import load_profile  # noqa: E402
+from pytest_sglang.simulator import load_profile  # noqa: E402
 
 PROFILE = "llama31-8b-1xh100-0.5.9"  # running cap 4096: nothing queues at these levels
 PROMPT = " ".join(f"word{i}" for i in range(200))  # 200 tokens to the simulator
@@ -49,7 +49,7 @@ class Level:
 
 
 def start(server: str | None) -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, "-m", "pytest_sglang.target.sources.sim", "--profile", PROFILE, "--port", "0"]
+    cmd = [sys.executable, "-m", "pytest_sglang.sim", "--profile", PROFILE, "--port", "0"]
     if server:
         cmd += ["--server", server]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)

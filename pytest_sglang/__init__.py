@@ -5,8 +5,9 @@ that does not talk to SGLang.
 
 The package is layered by the data flow, each folder importing only from those below it
 (``pyproject.toml`` holds the contract, docs/architecture.md draws it): ``base`` <- ``model``
-<- ``parse`` <- ``collect`` <- ``normaliser`` <- ``target`` <- ``judge`` <- ``render``
-<- ``plugin`` | ``cli``. The capabilities keep their documented import paths
+<- ``parse`` <- ``collect`` <- ``normaliser`` | ``simulator`` <- ``target`` <- ``judge``
+<- ``render`` <- ``plugin`` | ``cli``. The simulator is a program of its own, which the
+``sim://`` source serves targets from. The capabilities keep their documented import paths
 (``pytest_sglang.explain``, ``.bench``, ``.baseline``, ``.capture``, ``.fleet``, ``.launch``,
 ``.report``, and ``python -m pytest_sglang.sim``), which name the modules that hold them.
 """
@@ -16,8 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pytest_sglang.base.lazy import lazy_exports, public_paths
-
-__version__ = "0.1.0"
+from pytest_sglang.base.version import __version__ as __version__
 
 _EXPORTS = {
     "AuthError": "pytest_sglang.base.errors",
@@ -79,7 +79,7 @@ PUBLIC_PATHS = {
     "capture": "render.capture",
     "launch": "parse.launch",
     "report": "render.report",
-    "sim": "target.sources.sim",
+    "sim": "simulator",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -32,8 +32,8 @@ from pytest_sglang.collect.bench.load import ClientLimits, LoadGenerator, LoadSp
 from pytest_sglang.model.bench import RequestRecord
 from pytest_sglang.collect.bench.stats import SLO, level_result, peak_in_flight, percentile, summarise
 from pytest_sglang.base.errors import SpecError
-from pytest_sglang.target.sources.sim.launcher import SimProcess, start_simulator
-from pytest_sglang.target.sources.sim.profile import load_profile
+from pytest_sglang.simulator.launcher import SimProcess, start_simulator
+from pytest_sglang.simulator.profile import load_profile
 
 BASELINE = "qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "qwen35-122b-a10b-4xrtx6000-candidate"

@@ -211,7 +211,7 @@ def test_missing_corrupt_and_wrong_format_captures_are_one_line_errors(tmp_path,
 
 def test_a_simulator_profile_given_as_a_capture_says_to_use_sim(tmp_path):
     profile = tmp_path / "profile.json"
-    shutil.copy(ROOT / "pytest_sglang" / "target" / "sources" / "sim" / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json", profile)
+    shutil.copy(ROOT / "pytest_sglang" / "simulator" / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json", profile)
     with pytest.raises(SpecError, match="is a simulator profile, not a capture: run it with sim://"):
         read_capture(profile)
 

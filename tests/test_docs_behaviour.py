@@ -19,7 +19,7 @@ CANDIDATE = "qwen35-122b-a10b-4xrtx6000-candidate"  # requests the FlashInfer al
 
 
 def _bundled(name: str) -> dict[str, Any]:
-    return json.loads(resources.files("pytest_sglang.target.sources.sim").joinpath("profiles", f"{name}.json").read_text())
+    return json.loads(resources.files("pytest_sglang.simulator").joinpath("profiles", f"{name}.json").read_text())
 
 
 # ---- sim://NAME?api_key=K (docs/options.md) ------------------------------------------------
@@ -64,7 +64,7 @@ BAD_IDS = ["missing-section", "misspelt-key", "misspelt-section", "wrong-type", 
 @pytest.mark.parametrize("change, message", BAD_PROFILES, ids=BAD_IDS)
 def test_a_bad_profile_is_refused_in_one_line_naming_the_file_and_the_field(tmp_path: Path, change: Any, message: str) -> None:
     from pytest_sglang.base.errors import SpecError
-    from pytest_sglang.target.sources.sim import load_profile
+    from pytest_sglang.simulator import load_profile
 
     path = _bad_profile(tmp_path, change)
     with pytest.raises(SpecError) as raised:
@@ -77,7 +77,7 @@ def test_a_bad_profile_is_refused_in_one_line_naming_the_file_and_the_field(tmp_
 
 def test_more_than_three_profile_errors_are_counted_not_listed(tmp_path: Path) -> None:
     from pytest_sglang.base.errors import SpecError
-    from pytest_sglang.target.sources.sim import load_profile
+    from pytest_sglang.simulator import load_profile
 
     path = _bad_profile(tmp_path, lambda d: [d.pop(key) for key in ("name", "model", "runtime", "template", "sglang_version")])
     with pytest.raises(SpecError, match=r"name: missing \(add it\); .*; and 2 more") as raised:
@@ -88,7 +88,7 @@ def test_more_than_three_profile_errors_are_counted_not_listed(tmp_path: Path) -
 @pytest.mark.parametrize("text, message", [('{"name": ', "is not valid JSON: Expecting value: line 1"), ("[1]", "the file must hold one JSON object")])
 def test_a_profile_that_is_not_a_json_object_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     from pytest_sglang.base.errors import SpecError
-    from pytest_sglang.target.sources.sim import load_profile
+    from pytest_sglang.simulator import load_profile
 
     path = tmp_path / "bad.json"
     path.write_text(text)
@@ -110,7 +110,7 @@ def test_a_bad_profile_fails_its_host_in_one_line_without_a_traceback(pytester: 
 def test_a_bad_profile_stops_the_simulator_cli_with_one_line(tmp_path: Path) -> None:
     path = _bad_profile(tmp_path, BAD_PROFILES[3][0])
     process = subprocess.run(
-        [sys.executable, "-m", "pytest_sglang.target.sources.sim", "--profile", str(path), "--port", "0"],
+        [sys.executable, "-m", "pytest_sglang.sim", "--profile", str(path), "--port", "0"],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
@@ -124,10 +124,56 @@ def test_a_bad_profile_stops_the_simulator_cli_with_one_line(tmp_path: Path) -> 
 
 
 def test_every_bundled_profile_still_loads() -> None:
-    from pytest_sglang.target.sources.sim import load_profile
-    from pytest_sglang.target.sources.sim.profile import bundled_profiles
+    from pytest_sglang.simulator import load_profile
+    from pytest_sglang.simulator.profile import bundled_profiles
 
     assert [load_profile(name).name for name in bundled_profiles()] == bundled_profiles()
+
+
+# ---- the simulator from Python (docs/simulator.md, "From Python") -------------------------------
+
+
+def test_the_simulator_sample_runs_as_printed_and_serves_the_profile() -> None:
+    """The page's sample, run as a user's script: it prints the URL of a server that answers as
+    the profile's SGLang release, and the process ends with its simulator."""
+    page = (DOCS / "simulator.md").read_text()
+    sample = page.split("## From Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    check = (
+        "\nimport requests\n"
+        "server = start_simulator(profile.name)\n"
+        "print(requests.get(server.url + '/get_server_info', timeout=10).json()['version'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", sample + check],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    url, version = done.stdout.split()
+    assert url.startswith("http://127.0.0.1:") and url.rsplit(":", 1)[1].isdigit()
+    assert version == "0.5.12"
+
+
+def test_the_simulator_is_one_package_under_its_documented_name_and_its_former_one() -> None:
+    """``pytest_sglang.sim`` is the simulator package itself, and the command under the
+    simulator's former module name (``pytest_sglang.target.sources.sim``) still runs it."""
+    import pytest_sglang.sim
+    import pytest_sglang.simulator
+    from pytest_sglang.sim import start_simulator, unknown_profile
+
+    assert pytest_sglang.sim is pytest_sglang.simulator
+    assert start_simulator is pytest_sglang.simulator.launcher.start_simulator
+    assert unknown_profile(BASELINE) is None and unknown_profile("/x/profile.json") is None
+    assert "(did you mean sim://qwen35-122b-a10b-4xrtx6000-baseline " in (unknown_profile("qwen35-122b-a10b-4xrtx6000-basline") or "")
+    for module in ("pytest_sglang.sim", "pytest_sglang.target.sources.sim"):
+        done = subprocess.run(
+            [sys.executable, "-m", module, "--list"], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert [line.split()[0] for line in done.stdout.splitlines()] == pytest_sglang.simulator.bundled_profiles()
 
 
 # ---- pytest --help (docs/options.md) --------------------------------------------------------------
@@ -194,7 +240,7 @@ def test_a_server_reporting_a_release_without_a_table_is_read_with_the_nearest(v
     from test_normalise import facts_of
 
     from pytest_sglang import normalise
-    from pytest_sglang.target.sources.sim import load_profile
+    from pytest_sglang.simulator import load_profile
 
     profile = load_profile("qwen35-122b-a10b-4xrtx6000-0.5.23")  # reports its launch command
     info = profile.server_info()
@@ -242,7 +288,7 @@ def _snapshot_over_http_only(overrides: dict[str, Any] | None = None, name: str 
     from test_normalise import facts_of
 
     from pytest_sglang import normalise
-    from pytest_sglang.target.sources.sim import load_profile
+    from pytest_sglang.simulator import load_profile
 
     profile = load_profile(name)
     return normalise(facts_of(profile.server_info(), profile.model_info(), overrides=overrides))

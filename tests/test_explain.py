@@ -13,7 +13,7 @@ import pytest
 from pytest_sglang import connect
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.judge.explain import Explanation, explain, explain_launch
-from pytest_sglang.target.sources.sim.profile import load_profile
+from pytest_sglang.simulator.profile import load_profile
 
 from support import artefact, corpus_files, corpus_text
 

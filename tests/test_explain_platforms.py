@@ -199,7 +199,7 @@ def test_the_cli_prints_the_unknown_name_warning_once_and_exits_0():
 
 
 def _profile(tmp_path: Path, name: str, **gpu: object) -> str:
-    base = json.loads((ROOT / "pytest_sglang" / "target" / "sources" / "sim" / "profiles" / "llama31-8b-1xh100-0.5.9.json").read_text())
+    base = json.loads((ROOT / "pytest_sglang" / "simulator" / "profiles" / "llama31-8b-1xh100-0.5.9.json").read_text())
     base["gpu"] = {"name": name, "count": 1, "compute_capability": None, "memory_mib": None, **gpu}
     path = tmp_path / f"{re.sub(r'[^a-z0-9]+', '-', name.lower())}.json"
     path.write_text(json.dumps(base))

@@ -22,8 +22,8 @@ from pytest_sglang.judge.explain.startup import release_defaults
 from pytest_sglang.render.explain import text
 from pytest_sglang.model.config import Effective, ServerArgs
 from pytest_sglang.render.values import values_read
-from pytest_sglang.target.sources.sim.host import simulated_host
-from pytest_sglang.target.sources.sim.profile import load_profile
+from pytest_sglang.simulator.host import simulated_host
+from pytest_sglang.simulator.profile import load_profile
 
 from support import artefact, corpus_files, corpus_text
 

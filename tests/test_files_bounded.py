@@ -30,7 +30,7 @@ from pytest_sglang.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
-PROFILE = ROOT / "pytest_sglang" / "target" / "sources" / "sim" / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json"
+PROFILE = ROOT / "pytest_sglang" / "simulator" / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json"
 KEY = "Qwen3.5-122B-A10B__4xRTX-PRO-6000__sglang-0.5.12__tp4"  # BASELINE's default deployment key
 BENCH_DATA = ROOT / "tests" / "data" / "bench_serving"
 DEEP = "[" * 100_000 + "]" * 100_000

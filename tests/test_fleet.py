@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import pytest_sglang.target.sources.sim
+import pytest_sglang.simulator
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.judge.fleet import documents, drift, open_targets
 from pytest_sglang.target.spec import parse_spec
@@ -19,7 +19,7 @@ from pytest_sglang.target.target import Target
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
-PROFILES = Path(pytest_sglang.target.sources.sim.__file__).parent / "profiles"
+PROFILES = Path(pytest_sglang.simulator.__file__).parent / "profiles"
 
 
 def replica(folder: Path, name: str, **server_args: object) -> str:

@@ -55,8 +55,8 @@ from pytest_sglang.collect.http import HttpClient, collect_http
 from pytest_sglang.model.bench import LevelResult, RequestRecord
 from pytest_sglang.model.numbers import MAX_FIGURE, shown, validate_refusing
 from pytest_sglang.normaliser.snapshot import normalise
-from pytest_sglang.target.sources.sim import load_profile
-from pytest_sglang.target.sources.sim.server import SimServer
+from pytest_sglang.simulator import load_profile
+from pytest_sglang.simulator.server import SimServer
 
 # Examples per surface in the fast tier; ODD_VALUES_EXAMPLES asks for a deeper, random search.
 EXAMPLES = 40
@@ -527,7 +527,7 @@ def odd_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A simulator in this process whose answers can be made odd: ``plant(metrics=TEXT)`` puts
     TEXT as the value of sglang:num_running_reqs, ``plant(field=NAME, value=JSON)`` puts JSON
     text as internal_states[0].NAME of /server_info."""
-    from pytest_sglang.target.sources.sim import server as sim_server
+    from pytest_sglang.simulator import server as sim_server
 
     planted: dict[str, str] = {}
     real_metrics = sim_server.metrics_text

@@ -113,13 +113,13 @@ def _logs_error(source: str, **options) -> str:
 
 def test_a_missing_log_file_is_an_error_naming_it_not_empty_logs():
     assert _logs_error("file:/nonexistent.log") == (
-        "--sglang-logs file:/nonexistent.log on local: no such file (give the path of the SGLang log on that host)"
+        "`logs` file:/nonexistent.log on local: no such file (give the path of the SGLang log on that host)"
     )
 
 
 def test_a_directory_as_log_file_is_an_error(tmp_path):
     assert _logs_error(f"file:{tmp_path}") == (
-        f"--sglang-logs file:{tmp_path} on local: a directory, not a file (give the path of the SGLang log file)"
+        f"`logs` file:{tmp_path} on local: a directory, not a file (give the path of the SGLang log file)"
     )
 
 
@@ -134,7 +134,7 @@ def test_an_unreadable_log_file_is_an_error(tmp_path):
 def test_an_unreadable_log_file_marker_is_an_error():
     """What the script says when [ -r ] fails (this test may run as root, who reads anything)."""
     text = "\n@@pytest-sglang:logs@@\n@@log-unreadable\n"
-    with pytest.raises(TargetError, match=r"^--sglang-logs file:/var/log/sglang.log on ssh://gpu1: the file is not readable by the user"):
+    with pytest.raises(TargetError, match=r"^`logs` file:/var/log/sglang.log on ssh://gpu1: the file is not readable by the user"):
         parse_output(text, where="ssh://gpu1", options=HostOptions(logs=LogSource.parse("file:/var/log/sglang.log")))
 
 
@@ -144,18 +144,18 @@ def test_an_unreadable_log_file_marker_is_an_error():
         ("docker:sglang", "docker", "docker is not installed there (or not on the PATH of a non-interactive shell): install it, or read the log another way"),
         ("journald:sglang.service", "journalctl", "journalctl is not installed there (or not on the PATH of a non-interactive shell): read the log another way"),
         ("kubectl:serving/sglang-0", "kubectl", "kubectl is not installed there (or not on the PATH of a non-interactive shell): reach the pod from a host that has kubectl"),
-        ("file:/var/log/sglang.log", "tac", "tac is not installed there (or not on the PATH of a non-interactive shell): give --sglang-logs cmd:COMMAND"),
+        ("file:/var/log/sglang.log", "tac", "tac is not installed there (or not on the PATH of a non-interactive shell): give `logs` cmd:COMMAND"),
     ],
 )
 def test_a_log_source_whose_tool_is_missing_is_an_error_naming_the_tool(tmp_path, monkeypatch, source, tool, message):
     monkeypatch.setenv("PATH", _path_without(tmp_path, tool))
-    assert _logs_error(source).startswith(f"--sglang-logs {source} on local: {message}")
+    assert _logs_error(source).startswith(f"`logs` {source} on local: {message}")
 
 
 def test_a_container_docker_cannot_inspect_is_an_error_with_dockers_words(tmp_path, monkeypatch):
     _fake_tool(tmp_path, monkeypatch, "docker", 'for a; do last=$a; done; echo "Error: No such container: $last" >&2; exit 1\n')
     assert _logs_error("docker:sglang") == (
-        "--sglang-logs docker:sglang on local: docker inspect failed: Error: No such container: sglang "
+        "`logs` docker:sglang on local: docker inspect failed: Error: No such container: sglang "
         "(is the container name right, and may that user use docker?)"
     )
 
@@ -163,10 +163,10 @@ def test_a_container_docker_cannot_inspect_is_an_error_with_dockers_words(tmp_pa
 def test_a_failing_log_command_is_an_error_with_its_last_words(tmp_path, monkeypatch):
     _fake_tool(tmp_path, monkeypatch, "kubectl", 'echo \'Error from server (NotFound): pods "sglang-0" not found\' >&2; exit 1\n')
     assert _logs_error("kubectl:serving/sglang-0") == (
-        '--sglang-logs kubectl:serving/sglang-0 on local: kubectl logs failed (exit 1: Error from server (NotFound): pods "sglang-0" not found)'
+        '`logs` kubectl:serving/sglang-0 on local: kubectl logs failed (exit 1: Error from server (NotFound): pods "sglang-0" not found)'
     )
     assert _logs_error("cmd:no-such-program-here") .startswith(
-        "--sglang-logs cmd:no-such-program-here on local: the command failed (exit 127: "
+        "`logs` cmd:no-such-program-here on local: the command failed (exit 127: "
     )
 
 
@@ -175,14 +175,14 @@ def test_a_log_command_that_fails_after_printing_start_up_lines_keeps_them_with_
     log.write_text(artefact("server.log"))
     facts = collect_host(LocalShell(), HostOptions(logs=LogSource.parse(f"cmd:cat '{log}'; echo; echo broken pipe; exit 3")), where="local")
     assert any("server_args=" in line for line in facts.log_lines)
-    assert facts.log_warnings == [f"--sglang-logs cmd:cat '{log}'; echo; echo broken pipe; exit 3 on local: the command failed (exit 3: broken pipe); the lines it printed before are used"]
+    assert facts.log_warnings == [f"`logs` cmd:cat '{log}'; echo; echo broken pipe; exit 3 on local: the command failed (exit 3: broken pipe); the lines it printed before are used"]
 
 
 def test_a_log_of_another_port_is_flagged(two_runs):
     source = LogSource.parse(f"file:{two_runs}")
     facts = collect_host(LocalShell(), HostOptions(logs=source, port=30001), where="local")
     assert facts.log_warnings == [
-        "the log's start-up line is for port 30000, not the target's port 30001: --sglang-logs may point at another server's log"
+        "the log's start-up line is for port 30000, not the target's port 30001: `logs` may point at another server's log"
     ]
     assert collect_host(LocalShell(), HostOptions(logs=source, port=30000), where="local").log_warnings == []
 
@@ -195,7 +195,7 @@ def test_a_hung_command_is_killed_with_everything_it_started_at_the_timeout():
     marker = f"sleep 300.{uuid.uuid4().int % 10**9}"  # one process, unique to this test
     options = HostOptions(logs=LogSource.parse(f"cmd:{marker} & {marker}"), timeout=1.0)
     started = time.monotonic()
-    with pytest.raises(TargetError, match=r"^a command on the local host did not finish within 1s \(--sglang-command-timeout\)$"):
+    with pytest.raises(TargetError, match=r"^a command on the local host did not finish within 1s \(`command_timeout`\)$"):
         collect_host(LocalShell(), options, where="local")
     assert time.monotonic() - started < 10
     assert _running(marker) == []

@@ -183,9 +183,9 @@ def test_the_assignments_give_back_each_value_exactly():
 
 
 def test_a_nul_character_is_one_usage_error_naming_the_option():
-    with pytest.raises(SpecError, match=r"^--sglang-logs holds a NUL character, which no command on the host can receive: remove it$"):
+    with pytest.raises(SpecError, match=r"^`logs` holds a NUL character, which no command on the host can receive: remove it$"):
         collection_script(HostOptions(logs=LogSource.parse("file:/var/log/a\0b")))
-    with pytest.raises(SpecError, match=r"^--sglang-unit holds a NUL character"):
+    with pytest.raises(SpecError, match=r"^`unit` holds a NUL character"):
         collection_script(HostOptions(unit="a\0b"))
 
 

@@ -20,7 +20,7 @@ from pytest_sglang import TargetError
 from pytest_sglang.collect.host import HostOptions, collect_host
 from pytest_sglang.parse.logs import LogSource, SGLangLogs
 from pytest_sglang.collect.shell.ssh import SSHShell
-from pytest_sglang.target.sources.sim import load_profile
+from pytest_sglang.simulator import load_profile
 from testhost import API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN, OLD_DRIVER_CASE, OLD_DRIVER_COMPUTE_CAP, STANDIN_PORT
 
 SECRETS = (API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN)
@@ -330,7 +330,7 @@ def test_a_command_that_hangs_is_cut_off(clean_test_host):
     _fake(host, "nvidia-smi", "sleep 30.417\n")
     try:
         shell = shell_for(host)
-        with pytest.raises(TargetError, match=r"^a command on 127.0.0.1 did not finish within 1s \(--sglang-command-timeout\)$"):
+        with pytest.raises(TargetError, match=r"^a command on 127.0.0.1 did not finish within 1s \(`command_timeout`\)$"):
             collect_host(shell, HostOptions(unit=host.unit, timeout=1.0), where=shell.name)
         shell.close()
         assert _gone("sleep 30.417")
@@ -354,7 +354,7 @@ def test_a_hung_log_command_is_killed_on_the_host_at_the_timeout(clean_test_host
         collect_host(shell, HostOptions(logs=LogSource.parse(f"cmd:{marker}"), timeout=2.0), where=shell.name)
     elapsed = time.monotonic() - started
     shell.close()
-    assert str(info.value) == "a command on 127.0.0.1 did not finish within 2s (--sglang-command-timeout)"
+    assert str(info.value) == "a command on 127.0.0.1 did not finish within 2s (`command_timeout`)"
     assert 2.0 <= elapsed < 10
     # Killed by the host at the timeout, before the error came back (a second for the signal).
     assert _gone(marker, within=1.0)
@@ -378,7 +378,7 @@ def test_a_log_source_that_cannot_be_read_over_ssh_is_one_error_line(clean_test_
     with pytest.raises(TargetError) as info:
         collect_host(shell, HostOptions(unit=host.unit, logs=LogSource.parse(source)), where=shell.name)
     shell.close()
-    assert str(info.value).startswith(f"--sglang-logs {source} on {shell.name}: {message}")
+    assert str(info.value).startswith(f"`logs` {source} on {shell.name}: {message}")
 
 
 def test_an_old_driver_without_compute_cap_uses_the_name_table(clean_test_host):
@@ -492,11 +492,11 @@ def test_the_example_suite_against_the_seed_deployments_host(pytester, clean_tes
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("root@", "--sglang-ssh 'root@' has no host name"),
-        ("@gpu1", "--sglang-ssh '@gpu1' has an empty user name before '@': write user@host, or just host"),
-        ("root@gpu1:ssh", "--sglang-ssh 'root@gpu1:ssh': the port must be a number in 1-65535"),
-        ("root@gpu1:70000", "--sglang-ssh 'root@gpu1:70000': the port must be a number in 1-65535"),
-        ("root@gpu 1", "--sglang-ssh 'root@gpu 1': write user@host or user@host:port"),
+        ("root@", "`ssh` 'root@' has no host name"),
+        ("@gpu1", "`ssh` '@gpu1' has an empty user name before '@': write user@host, or just host"),
+        ("root@gpu1:ssh", "`ssh` 'root@gpu1:ssh': the port must be a number in 1-65535"),
+        ("root@gpu1:70000", "`ssh` 'root@gpu1:70000': the port must be a number in 1-65535"),
+        ("root@gpu 1", "`ssh` 'root@gpu 1': write user@host or user@host:port"),
     ],
 )
 def test_an_odd_ssh_destination_is_one_line_before_any_connection(text, message):

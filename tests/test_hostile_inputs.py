@@ -426,7 +426,7 @@ def test_an_sm_override_of_any_type_is_used_or_passed_over_with_a_warning(overri
     elif override == "sm_120":
         assert snapshot.effective.sm == 120
     else:
-        assert snapshot.effective.sm is None and any("--sglang-sm override" in w for w in snapshot.warnings)
+        assert snapshot.effective.sm is None and any("`sm` override" in w for w in snapshot.warnings)
 
 
 @pytest.mark.parametrize(

@@ -205,7 +205,7 @@ def test_the_number_check_accepts_only_positive_finite_seconds_and_says_so_in_on
 
 def test_the_library_check_of_timeouts_is_the_same_check() -> None:
     for value, said in ((-1.0, "more than 0 seconds"), (math.nan, "a finite number"), (math.inf, "a finite number"), (0.0, "more than 0 seconds")):
-        with pytest.raises(SpecError, match=f"^--sglang-timeout must be {said}"):
+        with pytest.raises(SpecError, match=f"^`timeout` must be {said}"):
             TargetOptions(timeout=value).validate()
     TargetOptions(wait_ready=0.0).validate()  # 0: read at once
 
@@ -498,7 +498,7 @@ def test_an_ssh_key_or_known_hosts_that_is_a_fifo_or_device_is_one_line_before_p
     with pytest.raises(SpecError) as raised:
         TargetOptions(**{option: str(path)}).validate()  # type: ignore[arg-type]
     message = str(raised.value)
-    flag = "--sglang-" + option.replace("_", "-")
+    flag = f"`{option}`"  # the setting's name: each front end gives it as its own flag
     said = {"fifo": "is not a regular file (a FIFO, a named pipe)", "dev-zero": "is not a regular file (a character device)", "directory": "directory"}[kind]
     assert message.startswith(f"{flag} {path}") and said in message and "\n" not in message
 
@@ -520,7 +520,7 @@ def test_an_ssh_key_over_the_cap_is_refused_before_paramiko_reads_it(tmp_path: P
     key = tmp_path / "id_rsa"
     with open(key, "wb") as f:
         f.truncate(KEY_CAP_BYTES + 1)  # sparse: no disk used
-    with pytest.raises(SpecError, match=r"^--sglang-ssh-key .*id_rsa is 1 MiB, over the 1 MiB this file may be: is it the right file\?$"):
+    with pytest.raises(SpecError, match=r"^`ssh_key` .*id_rsa is 1 MiB, over the 1 MiB this file may be: is it the right file\?$"):
         TargetOptions(ssh_key=str(key)).validate()
 
 
@@ -647,7 +647,7 @@ def test_which_json_keys_name_a_credential(name: str, secret: bool) -> None:
 @SETTINGS
 @hypothesis.given(text=st.text(alphabet="ab -=.'\"\\\n\t", max_size=200).map(lambda t: "python -m sglang.launch_server " + t))
 def test_the_simulator_reads_a_profile_s_launch_command_as_shlex_did(text: str) -> None:
-    from pytest_sglang.target.sources.sim.profile import _argv_of
+    from pytest_sglang.simulator.profile import _argv_of
 
     try:
         words = shlex.split(text)
@@ -659,7 +659,7 @@ def test_the_simulator_reads_a_profile_s_launch_command_as_shlex_did(text: str) 
 
 
 def test_the_simulator_reads_a_megabyte_launch_command_in_linear_time() -> None:
-    from pytest_sglang.target.sources.sim.profile import _argv_of
+    from pytest_sglang.simulator.profile import _argv_of
 
     text = "python -m sglang.launch_server " + "\\a" * (1 << 19)
     started = time.process_time()

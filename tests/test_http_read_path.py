@@ -29,7 +29,7 @@ import pytest
 from pytest_sglang.collect import _body
 from pytest_sglang.collect.http import BODY_CAPS, CONFIG_BODY, HttpClient, collect_http
 from pytest_sglang.base.errors import NotReadyError, SGLangError, TargetError
-from pytest_sglang.target.sources.sim.launcher import SimProcess, start_simulator
+from pytest_sglang.simulator.launcher import SimProcess, start_simulator
 
 KEY = "sk-MY-SECRET-KEY-0123456789abcdef"
 METRICS_CAP = BODY_CAPS["/metrics"]
@@ -205,7 +205,7 @@ def test_an_http_1_0_server_is_read_whole_404s_included(http10_server: str, real
     facts = collect_http(client, target=http10_server)
     assert facts.endpoints["server_info"].body["version"] == real_server_info["version"]
     assert facts.endpoints["loads"].status == 404
-    with pytest.raises(NotReadyError, match=r"was not ready within 0.5s \(--sglang-wait-ready\); last: /health answered 404$"):
+    with pytest.raises(NotReadyError, match=r"was not ready within 0.5s \(`wait_ready`\); last: /health answered 404$"):
         client.wait_ready(0.5)  # no /health file here: not ready, and every answer read
     client.close()
 
@@ -304,7 +304,7 @@ def test_an_https_drip_is_cut_at_the_deadline(tls: tuple[ssl.SSLContext, str]) -
     server = RawServer(drip("chunk-size"), tls=context)
     try:
         start = time.monotonic()
-        with pytest.raises(TargetError, match=r"within 1.5s: raise --sglang-timeout"):
+        with pytest.raises(TargetError, match=r"within 1.5s: raise `timeout`"):
             HttpClient(server.url, timeout=1.5, verify=cert, retries=0).get("/server_info")
         assert time.monotonic() - start < 15
     finally:
@@ -488,7 +488,7 @@ def test_a_drip_is_cut_at_the_deadline_of_the_whole_answer(raw_server, where: st
         client.get("/server_info")
     elapsed = time.monotonic() - start
     one_line(str(info.value))
-    assert "within 1.5s: raise --sglang-timeout" in str(info.value)
+    assert "within 1.5s: raise `timeout`" in str(info.value)
     assert 1.4 <= elapsed < 15, elapsed  # generous: a busy machine is slow, never early
 
 

@@ -25,7 +25,7 @@ def test_the_layer_contracts_hold_and_no_module_imports_in_a_cycle():
     pytest.importorskip("importlinter", reason="install the test extra: pip install '.[test]' (import-linter)")
     done = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports())"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert {"layers", "acyclic", "target-sources", "sources-independent"} <= {c["id"] for c in CONTRACTS}
+    assert {"layers", "acyclic", "target-sources", "sources-independent", "simulator", "simulator-api"} <= {c["id"] for c in CONTRACTS}
     assert "BROKEN" not in done.stdout and "kept, 0 broken" in done.stdout
 
 
@@ -46,9 +46,32 @@ def test_the_contract_catches_an_upward_import(tmp_path):
     assert "pytest_sglang.base.text -> pytest_sglang.target.target" in " ".join(done.stdout.split())
 
 
-def test_the_top_level_has_at_most_a_dozen_entries_and_each_folder_says_its_role():
+def test_the_simulator_contracts_refuse_a_reach_inside_it_and_an_importer_outside_the_two(tmp_path):
+    """The plugin may use the simulator's API but not its modules (it reached into
+    ``sim.launcher`` once), and the judge may not use the simulator at all."""
+    pytest.importorskip("importlinter", reason="install the test extra: pip install '.[test]' (import-linter)")
+    import shutil
+
+    copy = tmp_path / "pytest_sglang"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.toml"))
+    for module, line in (("plugin/core.py", "from pytest_sglang.simulator.launcher import start_simulator"), ("judge/fleet/core.py", "from pytest_sglang.simulator import load_profile")):
+        text = (copy / module).read_text()
+        (copy / module).write_text(text + f"\n{line}  # noqa\n")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    code = "import sys; sys.path.insert(0, %r); from importlinter.cli import lint_imports; sys.exit(lint_imports())" % str(tmp_path)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    out = " ".join(done.stdout.split())
+    assert "pytest_sglang.plugin.core -> pytest_sglang.simulator.launcher" in out
+    assert "pytest_sglang.judge.fleet.core -> pytest_sglang.simulator" in out
+    for contract in ("simulator", "simulator-api"):
+        assert next(c["name"] for c in CONTRACTS if c["id"] == contract) + " BROKEN" in out
+
+
+def test_the_top_level_has_a_folder_a_layer_and_each_folder_says_its_role():
     entries = sorted(p.name for p in PACKAGE.iterdir() if p.name not in ("__pycache__",))
-    assert len(entries) <= 12, entries
+    # the eleven layer folders (the simulator among them), __init__.py and py.typed
+    assert len(entries) <= 13, entries
     layer_folders = [p for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
     for folder in layer_folders:
         doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))

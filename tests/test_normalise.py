@@ -11,7 +11,7 @@ from support import artefact
 from pytest_sglang import Facts, ServerArgs, normalise
 from pytest_sglang.model.facts import Endpoint, GpuFact, HostFacts
 from pytest_sglang.parse.redact import redact_mapping
-from pytest_sglang.target.sources.sim import load_profile
+from pytest_sglang.simulator import load_profile
 
 
 def facts_of(server_info=None, model_info=None, loads=None, *, path="/server_info", host=None, overrides=None):

@@ -14,7 +14,7 @@ from pytest_sglang import normalise
 from pytest_sglang.model.config import Effective
 from pytest_sglang.model.numbers import checked_copy
 from pytest_sglang.parse.redact import is_secret_key
-from pytest_sglang.target.sources.sim import load_profile
+from pytest_sglang.simulator import load_profile
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

@@ -69,9 +69,9 @@ def gate(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
 def hostile(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The page of a run against a host that serves a model named with markup."""
     work = tmp_path_factory.mktemp("hostile")
-    import pytest_sglang.target.sources.sim
+    import pytest_sglang.simulator
 
-    profile = json.loads((Path(pytest_sglang.target.sources.sim.__file__).parent / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json").read_text())
+    profile = json.loads((Path(pytest_sglang.simulator.__file__).parent / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json").read_text())
     profile["model"]["model_path"] = profile["model"]["served_model_name"] = HOSTILE
     profile["server_args"] = {**profile.get("server_args", {}), "model_path": HOSTILE, "served_model_name": HOSTILE}
     profile.pop("launch_command", None)

@@ -78,9 +78,9 @@ def run(pytester: pytest.Pytester, *args: str, suite: str = SUITE) -> pytest.Run
 
 def hostile_profile(folder: Path) -> Path:
     """The baseline deployment serving a model whose path and name carry markup."""
-    import pytest_sglang.target.sources.sim
+    import pytest_sglang.simulator
 
-    profile = json.loads((Path(pytest_sglang.target.sources.sim.__file__).parent / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json").read_text())
+    profile = json.loads((Path(pytest_sglang.simulator.__file__).parent / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json").read_text())
     profile["name"] = "hostile"
     profile["model"]["model_path"] = HOSTILE
     profile["model"]["served_model_name"] = HOSTILE

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from support import shape_differences
-from pytest_sglang.target.sources.sim import load_profile
-from pytest_sglang.target.sources.sim.server import SimServer
+from pytest_sglang.simulator import load_profile
+from pytest_sglang.simulator.server import SimServer
 
 sys.path.insert(0, str(Path(__file__).parent / "real_sglang"))
 from capture_shapes import DATA, capture  # noqa: E402

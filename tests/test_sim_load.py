@@ -16,8 +16,8 @@ import aiohttp
 import pytest
 import requests
 
-from pytest_sglang.target.sources.sim import load_profile
-from pytest_sglang.target.sources.sim.server import SimServer
+from pytest_sglang.simulator import load_profile
+from pytest_sglang.simulator.server import SimServer
 
 from test_sim_fidelity import REAL
 
@@ -261,7 +261,7 @@ def test_the_command_line_serves_with_either_server(tmp_path: Any) -> None:
 
     for kind in SERVERS:
         process = subprocess.Popen(
-            [sys.executable, "-m", "pytest_sglang.target.sources.sim", "--profile", LLAMA_059, "--port", "0", "--server", kind],
+            [sys.executable, "-m", "pytest_sglang.sim", "--profile", LLAMA_059, "--port", "0", "--server", kind],
             stdout=subprocess.PIPE,
             text=True,
         )

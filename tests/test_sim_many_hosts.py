@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import requests
 
-import pytest_sglang.target.sources.sim
+import pytest_sglang.simulator
 from pytest_sglang.base.errors import TargetError
-from pytest_sglang.target.sources.sim.launcher import SimProcess, begin_simulator, start_simulator
+from pytest_sglang.simulator.launcher import SimProcess, begin_simulator, start_simulator
 from support import gone_within, process_running
 
 BASELINE = "qwen35-122b-a10b-4xrtx6000-baseline"  # 0.5.12, metrics on
@@ -176,7 +176,7 @@ def test_a_relative_profile_file_is_found_from_the_callers_directory(
 ) -> None:
     """The shared process may have been started from another directory than the caller's now."""
     _start(started, LLAMA)  # the shared process runs, started from the directory before
-    source = Path(pytest_sglang.target.sources.sim.__file__).parent / "profiles" / f"{NEW}.json"
+    source = Path(pytest_sglang.simulator.__file__).parent / "profiles" / f"{NEW}.json"
     shutil.copyfile(source, tmp_path / "mine.json")
     monkeypatch.chdir(tmp_path)
     host = _start(started, "mine.json")
@@ -193,7 +193,7 @@ def test_a_relative_profile_file_is_found_from_the_callers_directory(
 def test_a_bad_profile_fails_in_one_line_before_anything_starts(profile: str, message: str) -> None:
     script = f"""
 import sys
-from pytest_sglang.target.sources.sim import launcher
+from pytest_sglang.simulator import launcher
 try:
     launcher.start_simulator({profile!r})
 except launcher.TargetError as exc:
@@ -216,7 +216,7 @@ def test_a_bad_profile_leaves_the_running_hosts_alone(started: list[SimProcess])
 
 PARENT = """
 import os, signal, sys
-from pytest_sglang.target.sources.sim.launcher import start_simulator
+from pytest_sglang.simulator.launcher import start_simulator
 hosts = [start_simulator({baseline!r}), start_simulator({new!r})]
 print(hosts[0].process.pid, hosts[0].url, hosts[1].url, flush=True)
 if {kill!r}:
@@ -257,7 +257,7 @@ def _command(process: subprocess.Popen[str], command: dict[str, object]) -> dict
 def test_serve_many_exits_once_the_last_server_closes_after_exit_is_asked() -> None:
     """The control channel itself: open, close, a one-line error, and exit when idle."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "pytest_sglang.target.sources.sim", "--serve-many"],
+        [sys.executable, "-m", "pytest_sglang.sim", "--serve-many"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -289,7 +289,7 @@ def test_an_open_that_fails_unexpectedly_is_answered_with_one_line(monkeypatch: 
     whole start-up timeout (30 s) ending in "no answer"."""
     import io
 
-    from pytest_sglang.target.sources.sim import many
+    from pytest_sglang.simulator import many
 
     def broken(command: dict, host: str) -> None:
         raise RuntimeError("a bug while binding")
@@ -318,10 +318,10 @@ def test_every_control_line_is_answered_deep_long_or_broken() -> None:
     """A 100,000-deep JSON line, a line of 3 MiB, and a line cut short each get one error line
     (with the command's id when it stands at the top level), never a traceback; the command
     after them in the same read is answered as ever."""
-    from pytest_sglang.target.sources.sim.many import MAX_COMMAND_BYTES
+    from pytest_sglang.simulator.many import MAX_COMMAND_BYTES
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "pytest_sglang.target.sources.sim", "--serve-many"],
+        [sys.executable, "-m", "pytest_sglang.sim", "--serve-many"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

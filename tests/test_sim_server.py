@@ -22,8 +22,8 @@ import requests
 
 from support import artefact, gone_within, process_running
 
-from pytest_sglang.target.sources.sim.profile import Profile, SimPerformance, bundled_profiles, load_profile
-from pytest_sglang.target.sources.sim.server import FLUSH_CACHE_TEXT, SimServer
+from pytest_sglang.simulator.profile import Profile, SimPerformance, bundled_profiles, load_profile
+from pytest_sglang.simulator.server import FLUSH_CACHE_TEXT, SimServer
 
 LLAMA_059 = "llama31-8b-1xh100-0.5.9"  # both info paths, no metrics, no GPU name over HTTP
 QWEN_0512 = "qwen35-122b-a10b-4xrtx6000-baseline"  # 0.5.12: /v1/loads with aggregate, metrics on
@@ -608,12 +608,12 @@ def test_stop_is_idempotent_and_frees_the_port() -> None:
         session.get(f"{server.url}/health", timeout=2)
 
 
-# ---- python -m pytest_sglang.target.sources.sim --------------------------------------------------------
+# ---- python -m pytest_sglang.sim --------------------------------------------------------
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest_sglang.target.sources.sim", *args],
+        [sys.executable, "-m", "pytest_sglang.sim", *args],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
         stdout=subprocess.PIPE,
@@ -771,11 +771,11 @@ time.sleep(120)
 # Without the kernel's parent-death signal (macOS, or prctl refused), the polling thread alone.
 POLLING_ONLY = [
     "-c",
-    "import sys, pytest_sglang.target.sources.sim.__main__ as m; m._PARENT_DEATH_SIGNAL = None; sys.exit(m.main(sys.argv[1:]))",
+    "import sys, pytest_sglang.simulator.__main__ as m; m._PARENT_DEATH_SIGNAL = None; sys.exit(m.main(sys.argv[1:]))",
 ]
 
 
-@pytest.mark.parametrize("child", [["-m", "pytest_sglang.target.sources.sim"], POLLING_ONLY], ids=["parent-death-signal", "polling-only"])
+@pytest.mark.parametrize("child", [["-m", "pytest_sglang.sim"], POLLING_ONLY], ids=["parent-death-signal", "polling-only"])
 def test_the_simulator_outlives_the_thread_that_started_it_but_not_the_process(child: list[str]) -> None:
     """Linux signals a child when the *thread* that started it ends: that alone must not stop it."""
     parent = subprocess.Popen(

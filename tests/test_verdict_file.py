@@ -315,7 +315,7 @@ def test_bench_imports_standard_input_and_refuses_to_write_over_what_it_imports(
     [
         (["show", "replay:-"], "replay:-: standard input ('-') is not read here: a capture is a JSON file written by pytest-sglang capture"),
         (["diff", "-", "b.json"], "diff reads no standard input: give A and B as targets"),
-        (["capture", BASELINE, "--ssh-key", "-", "-o", "c.json"], "--sglang-ssh-key -: standard input ('-') is not read here"),
+        (["capture", BASELINE, "--ssh-key", "-", "-o", "c.json"], "--ssh-key -: standard input ('-') is not read here"),
         (["capture", BASELINE, "-o", "-"], "-o -: give a file path (a capture is written to a file, not to standard output)"),
     ],
     ids=["show-replay", "diff", "ssh-key", "capture-output"],

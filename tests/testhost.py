@@ -51,7 +51,7 @@ from typing import Any
 import pytest
 
 DATA = Path(__file__).resolve().parent / "testhost_data"
-SERVER_ARGS_TEMPLATE = Path(__file__).resolve().parent.parent / "pytest_sglang" / "target" / "sources" / "sim" / "templates" / "0.5.12.json"
+SERVER_ARGS_TEMPLATE = Path(__file__).resolve().parent.parent / "pytest_sglang" / "simulator" / "templates" / "0.5.12.json"
 
 SSHD = Path("/usr/sbin/sshd")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"

@@ -47,7 +47,7 @@ from bisect import bisect_right
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import quote, quote_plus
 
 REDACTED = "<redacted>"
@@ -804,29 +804,30 @@ def _cut_front(text: str, room: int, ellipsis: str) -> str:
     return ellipsis + tail
 
 
-def scrub_object(obj: Any, _depth: int = 0) -> Any:
+def scrub_object(obj: Any, _depth: int = 0, *, text: Callable[[str], str] | None = None) -> Any:
     """Scrub every string inside a report object in place (pytest's longrepr classes are
     dataclasses of strings, lists and tuples); returns the object, or a scrubbed copy for
-    immutable values."""
+    immutable values. ``text`` rewrites each string instead of :func:`scrub` (a front end
+    naming its options, :mod:`pytest_sglang.base.settings`)."""
     if _depth > 12:
         return obj
     if isinstance(obj, str):
-        return scrub(obj)
+        return (text or scrub)(obj)
     if isinstance(obj, list):
         for i, item in enumerate(obj):
-            obj[i] = scrub_object(item, _depth + 1)
+            obj[i] = scrub_object(item, _depth + 1, text=text)
         return obj
     if isinstance(obj, tuple):
-        items = [scrub_object(item, _depth + 1) for item in obj]
+        items = [scrub_object(item, _depth + 1, text=text) for item in obj]
         return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)  # a namedtuple takes fields
     if isinstance(obj, dict):
         for key in list(obj):
-            obj[key] = scrub_object(obj[key], _depth + 1)
+            obj[key] = scrub_object(obj[key], _depth + 1, text=text)
         return obj
     fields = getattr(obj, "__dataclass_fields__", None)
     if fields:
         for name in fields:
             value = getattr(obj, name, None)
             if value is not None:
-                object.__setattr__(obj, name, scrub_object(value, _depth + 1))
+                object.__setattr__(obj, name, scrub_object(value, _depth + 1, text=text))
     return obj

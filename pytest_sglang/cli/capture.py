@@ -30,7 +30,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pytest_sglang.base.files import check_writable
-    from pytest_sglang.cli.main import connect_target
+    from pytest_sglang.cli.main import connect_target, spoken
     from pytest_sglang.render.capture import write_capture
 
     if args.target.strip().lower().startswith("replay:"):
@@ -47,6 +47,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(scrub(f"captured {provenance.target} ({provenance.summary}) to {args.output}"))
         for warning in warnings:
-            print(scrub(f"  warning: {warning}"))
+            print(scrub(f"  warning: {spoken(warning)}"))
         print(scrub(f"replay it with: pytest --sglang-host=replay:{args.output}"))
     return 0

@@ -19,12 +19,37 @@ from typing import Any, Callable, NoReturn, Sequence
 from pytest_sglang import __version__
 from pytest_sglang.base.errors import SGLangError, SpecError, TargetError
 from pytest_sglang.base.secrets import clip, scrub
+from pytest_sglang.base.settings import spoken as _spoken
 
 # Each module has ``add_parser(subparsers) -> None`` and sets ``func`` on its parser; a new
 # capability adds its module here.
 COMMANDS = ("pytest_sglang.cli.explain", "pytest_sglang.cli.init", "pytest_sglang.cli.capture", "pytest_sglang.cli.baseline", "pytest_sglang.cli.bench", "pytest_sglang.cli.report")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_TARGET = 0, 1, 2, 3
+
+# What each setting the library's messages name (pytest_sglang.base.settings) is called here:
+# the flag of add_target_options, or, for a setting this command line does not take, what is
+# used instead.
+FLAGS = {
+    "host": "target",
+    "api_key": "--api-key-env VAR",
+    "timeout": "--timeout",
+    "wait_ready": "the wait for /health",
+    "sm": "--sm",
+    "ssh": "--ssh",
+    "ssh_key": "--ssh-key",
+    "ssh_insecure": "--ssh-insecure",
+    "ssh_known_hosts": "~/.ssh/known_hosts",
+    "ssh_config": "~/.ssh/config",
+    "unit": "--unit",
+    "logs": "--logs",
+    "command_timeout": "the 30-second command timeout",
+}
+
+
+def spoken(text: str) -> str:
+    """A library message with the settings it names given as this command line's flags."""
+    return _spoken(text, FLAGS)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,14 +89,13 @@ def connect_target(spec: str, args: argparse.Namespace) -> Any:
     """Open the target a subcommand names, with the options of :func:`add_target_options`."""
     import os
 
-    from pytest_sglang.base.secrets import register
+    from pytest_sglang.target.options import API_KEY_ENV, resolve_api_key
     from pytest_sglang.target.target import connect
 
-    env = args.api_key_env or "SGLANG_API_KEY"
+    env = args.api_key_env or API_KEY_ENV
     if args.api_key_env and not os.environ.get(env):
         raise SpecError(f"--api-key-env {env}: that environment variable is not set")
-    api_key = os.environ.get(env) or None
-    register(api_key)
+    api_key = resolve_api_key(env=env)
     sm = None
     if getattr(args, "sm", None) is not None:
         from pytest_sglang.model.gpu import sm_from_capability
@@ -109,10 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return func(args)
     except TargetError as exc:
-        print(scrub(f"pytest-sglang: {exc}"), file=sys.stderr)  # again: a secret found after it was made
+        print(scrub(f"pytest-sglang: {spoken(str(exc))}"), file=sys.stderr)  # again: a secret found after it was made
         return EXIT_TARGET
     except SGLangError as exc:
-        print(scrub(f"pytest-sglang: {exc}"), file=sys.stderr)
+        print(scrub(f"pytest-sglang: {spoken(str(exc))}"), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

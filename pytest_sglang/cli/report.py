@@ -1,8 +1,10 @@
 """``pytest-sglang report RUN.json --html FILE --md FILE``: the HTML page and the Markdown
-summary of a run, rendered later from its JSON report (a later CI step, another machine).
+summary of a run, rendered later from its JSON report (a later CI step, another machine). The
+report is judged again by the gate (:func:`pytest_sglang.judge.gate.rejudge`): a verdict its
+contents do not give is said in one line on standard error.
 
 The page is the one ``--sglang-report-html`` writes: both read only the JSON report. The file
-is read through :func:`pytest_sglang._files.read_text` (a regular file, at most
+is read through :func:`pytest_sglang.base.files.read_text` (a regular file, at most
 ``REPORT_CAP_BYTES``) and checked against the report schema before anything is written; a file
 that is missing, not JSON or not a report is one line, exit 2.
 """
@@ -64,6 +66,23 @@ def load_report(path: str) -> dict[str, Any]:
     return dict(document)
 
 
+def judged_again(document: dict[str, Any]) -> str | None:
+    """One line when the report's verdict is not the one the gate gives its contents (a report
+    edited by hand, or written by another version), else None. The report is rendered as it
+    is: its verdict is what the run's gate decided."""
+    from pydantic import ValidationError
+
+    from pytest_sglang.judge.gate import RunReport, disagreement, rejudge
+
+    try:
+        report = RunReport.model_validate(document)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
+        return f"the report's verdict could not be judged again: {where}: {clip(error['msg'], 120)}"
+    return disagreement(report, rejudge(report))
+
+
 def run(args: argparse.Namespace) -> int:
     from pytest_sglang.render.report.write import write_reports
 
@@ -87,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
     # in any spelling (a planted or hostile file) shows none of it.
     register_secrets(environment_specs())
     document = load_report(args.report)
+    differs = judged_again(document)
+    if differs:
+        print(scrub(f"pytest-sglang: {differs}"), file=sys.stderr)
     try:
         problems = write_reports(document, None, md_path, html_path, html_link=args.link, charts=False if args.no_charts else None)
     except Exception as exc:  # the last guard: the schema check leaves nothing a renderer fails on

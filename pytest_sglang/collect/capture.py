@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pytest_sglang import __version__
+from pytest_sglang.base.version import __version__
 from pytest_sglang.base.files import DEFAULT_MAX_DEPTH, FileError, MiB, MissingFileError, check_nesting, read_text
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.model.facts import FACTS_FORMAT, Facts

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pytest_sglang.base.errors import SpecError, TargetError
+from pytest_sglang.base.settings import setting
 from pytest_sglang.model.facts import GpuFact, HostFacts
 from pytest_sglang.parse.logs import KEEP, PREVIOUS_RUN, STARTUP, LogSource, SGLangLogs, current_run
 from pytest_sglang.parse.lines import clean_line
@@ -149,7 +150,7 @@ class HostOptions:
     port: int | None = None  # the target's HTTP port: picks the right process when several run
 
 
-_OPTION_OF = {"unit": "--sglang-unit", "log": "--sglang-logs", "namespace": "--sglang-logs", "pod": "--sglang-logs", "container": "--sglang-logs"}
+_OPTION_OF = {"unit": setting("unit"), "log": setting("logs"), "namespace": setting("logs"), "pod": setting("logs"), "container": setting("logs")}
 
 
 def assignments(values: dict[str, str]) -> str:
@@ -317,11 +318,11 @@ def _key_values(body: str) -> dict[str, str]:
 
 # What to do when a log source's tool is not on the host.
 _INSTEAD = {
-    "journalctl": "read the log another way, e.g. --sglang-logs file:PATH or cmd:COMMAND",
-    "docker": "install it, or read the log another way, e.g. --sglang-logs file:PATH or cmd:COMMAND",
-    "kubectl": "reach the pod from a host that has kubectl, or give --sglang-logs cmd:COMMAND",
-    "tac": "give --sglang-logs cmd:COMMAND that prints the log (e.g. cmd:cat PATH)",
-    "awk": "give --sglang-logs cmd:COMMAND that prints the log (e.g. cmd:cat PATH)",
+    "journalctl": f"read the log another way, e.g. {setting('logs')} file:PATH or cmd:COMMAND",
+    "docker": f"install it, or read the log another way, e.g. {setting('logs')} file:PATH or cmd:COMMAND",
+    "kubectl": f"reach the pod from a host that has kubectl, or give {setting('logs')} cmd:COMMAND",
+    "tac": f"give {setting('logs')} cmd:COMMAND that prints the log (e.g. cmd:cat PATH)",
+    "awk": f"give {setting('logs')} cmd:COMMAND that prints the log (e.g. cmd:cat PATH)",
 }
 _FILE_PROBLEMS = {
     "@@log-no-file": "no such file (give the path of the SGLang log on that host)",
@@ -340,7 +341,7 @@ def _logs(body: str | None, source: LogSource | None, where: str) -> tuple[list[
     shown = redact_log_line(str(source))
 
     def error(problem: str) -> TargetError:
-        return TargetError(f"--sglang-logs {shown} on {where}: {problem}")
+        return TargetError(f"{setting('logs')} {shown} on {where}: {problem}")
 
     if first.startswith("@@log-missing-tool "):
         tool = first.split(" ", 1)[1].strip()
@@ -356,7 +357,7 @@ def _logs(body: str | None, source: LogSource | None, where: str) -> tuple[list[
         what = f"{_FAILED_COMMAND.get(source.kind, 'the command')} failed (exit {code}{': ' + _one_line(last) if last.strip() else ''})"
         if not lines[1:]:  # nothing but the marker line
             raise error(what)
-        warnings.append(f"--sglang-logs {shown} on {where}: {what}; the lines it printed before are used")
+        warnings.append(f"{setting('logs')} {shown} on {where}: {what}; the lines it printed before are used")
     label = f"{shown} on {where}"
     if first.startswith("@@invocation "):
         return _journal(lines[1:], error), f"{label}, invocation {first.split(' ', 1)[1]}", warnings
@@ -384,7 +385,7 @@ def _journal(rows: list[str], error: Callable[[str], TargetError]) -> list[str]:
         if "insufficient permissions" in notes:
             raise error("the journal is not readable by the user the plugin runs as there (add it to the systemd-journal or adm group)")
         if "without pattern matching" in notes:
-            raise error("journalctl there cannot --grep (built without pattern matching): give --sglang-logs cmd:journalctl -u UNIT -o cat")
+            raise error(f"journalctl there cannot --grep (built without pattern matching): give {setting('logs')} cmd:journalctl -u UNIT -o cat")
     return messages
 
 
@@ -395,7 +396,7 @@ def _port_warning(lines: list[str], port: int | None) -> list[str]:
     startup = SGLangLogs(source="log", lines=lines).startup_line
     logged = startup.fields.get("port") if startup is not None else None
     if isinstance(logged, int) and not isinstance(logged, bool) and logged != port:
-        return [f"the log's start-up line is for port {logged}, not the target's port {port}: --sglang-logs may point at another server's log"]
+        return [f"the log's start-up line is for port {logged}, not the target's port {port}: {setting('logs')} may point at another server's log"]
     return []
 
 

@@ -26,6 +26,7 @@ from requests.utils import get_netrc_auth
 from urllib3.util.retry import Retry
 
 from pytest_sglang.base.errors import AuthError, NotReadyError, SpecError, TargetError
+from pytest_sglang.base.settings import setting
 from pytest_sglang.model.facts import ENDPOINTS, Endpoint, Facts
 from pytest_sglang.parse.redact import MAX_DEPTH, TooDeep, redact_mapping
 from pytest_sglang.base.secrets import Secret, clip, register, scrub
@@ -207,7 +208,7 @@ class HttpClient:
                 url = self._redirect_target(url, response.headers["Location"], path)
                 redirects += 1
                 if redirects > 3:
-                    raise TargetError(f"{self.name}{path} redirects more than 3 times: check the --sglang-host path")
+                    raise TargetError(f"{self.name}{path} redirects more than 3 times: check the {setting('host')} path")
                 continue
             if not stream:
                 self._read_body(response, when, cap, path, limit)
@@ -304,7 +305,7 @@ class HttpClient:
             shown = f"{there.scheme}://{there.netloc.rpartition('@')[2]}{there.path}"
             raise TargetError(
                 f"{self.name}{path} redirects to another host ({_clip(shown, 100)}): pytest-sglang reads only the server it is "
-                "given; give that address as --sglang-host if it is the SGLang server"
+                f"given; give that address as {setting('host')} if it is the SGLang server"
             )
         return target
 
@@ -316,7 +317,7 @@ class HttpClient:
         except BodyError as exc:
             if exc.kind == "deadline":
                 raise TargetError(
-                    f"{where} did not finish its answer within {limit:g}s: raise --sglang-timeout or check the server is not stuck"
+                    f"{where} did not finish its answer within {limit:g}s: raise {setting('timeout')} or check the server is not stuck"
                 ) from None
             if exc.kind == "cap":
                 raise TargetError(f"{where} answered more than {_size(cap)} (the cap for {path.split('?', 1)[0]}): this is not an SGLang answer") from None
@@ -342,10 +343,10 @@ class HttpClient:
         if isinstance(exc, requests.exceptions.SSLError):
             return f"TLS error talking to {where}: check https:// vs http:// and the certificate"
         if isinstance(exc, requests.Timeout) or "ReadTimeoutError" in text or "Read timed out" in text:
-            return f"{where} did not answer within {seconds:g}s: raise --sglang-timeout or check the server is not stuck"
+            return f"{where} did not answer within {seconds:g}s: raise {setting('timeout')} or check the server is not stuck"
         if isinstance(exc, requests.ConnectionError):
             if "Name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text or "NameResolution" in text:
-                return f"cannot resolve the host name of {self.name}: check the --sglang-host spelling"
+                return f"cannot resolve the host name of {self.name}: check the {setting('host')} spelling"
             if "refused" in text.lower():
                 return f"cannot connect to {self.name} (connection refused): is the SGLang server running, and is the port right?"
             if any(mark in text for mark in _NOT_HTTP):
@@ -371,7 +372,7 @@ class HttpClient:
             except TargetError as exc:
                 last = str(exc)
             if time.monotonic() + delay > until:
-                raise NotReadyError(f"{self.name} was not ready within {seconds:g}s (--sglang-wait-ready); last: {last}")
+                raise NotReadyError(f"{self.name} was not ready within {seconds:g}s ({setting('wait_ready')}); last: {last}")
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)
 
@@ -410,7 +411,7 @@ class HttpClient:
         if self.has_api_key:
             return f"{self.name}{path} rejected the api key ({status}): the key given is wrong for this server"
         return (
-            f"{self.name}{path} requires an api key ({status}): pass --sglang-api-key, set SGLANG_API_KEY, "
+            f"{self.name}{path} requires an api key ({status}): pass {setting('api_key')}, set SGLANG_API_KEY, "
             "or name a variable with ?api_key_env=VAR in the host spec"
         )
 

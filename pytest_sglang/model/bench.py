@@ -275,7 +275,7 @@ class BaselineRepeats(BaseModel):
     @classmethod
     def from_entry(cls, name: str, key: str | None, entry: dict[str, object], metrics: tuple[str, ...] = BASELINE_BAND_METRICS) -> BaselineRepeats:
         """The figures of ``metrics`` from a stored baseline entry (what
-        :func:`~pytest_sglang.bench.compare.baseline_entry` wrote); odd values are left out."""
+        :func:`~pytest_sglang.judge.bench.compare.baseline_entry` wrote); odd values are left out."""
         levels: dict[str, dict[str, list[float]]] = {}
         stored = entry.get("levels")
         for level, figures in (stored.items() if isinstance(stored, dict) else ()):

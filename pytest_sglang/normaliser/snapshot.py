@@ -12,6 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from pytest_sglang.base import reads as _reads
 from pytest_sglang.model import knowledge
+from pytest_sglang.base.settings import setting
 from pytest_sglang.base.text import short_repr
 from pytest_sglang.base.errors import SpecError, TargetError
 from pytest_sglang.model.facts import SERVER_INFO_EXTRA_KEYS, Facts
@@ -517,7 +518,7 @@ def _gpus(pick: _Pick, facts: Facts, loads: dict[str, Any] | None, arg: Any, war
             pick.values.pop("sm", None)
             pick.set("sm", (given, "--sglang-sm"))
         else:  # a capture edited by hand ("sm": "abc"): what the GPU says is kept
-            warnings.append(f"the --sglang-sm override {short_repr(override, 40)} is not a compute capability (write 120, 'sm120' or '12.0'): ignored")
+            warnings.append(f"the {setting('sm')} override {short_repr(override, 40)} is not a compute capability (write 120, 'sm120' or '12.0'): ignored")
     if "gpu_count" not in pick.values:
         tp, pp, dp = (arg(n)[0] for n in ("tp_size", "pp_size", "dp_size"))
         if not isinstance(tp, int) and host and host.gpus:

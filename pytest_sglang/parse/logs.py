@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from pytest_sglang.base.errors import ParseError, SpecError
+from pytest_sglang.base.settings import setting
 from pytest_sglang.parse.lines import (
     CapacityLine,
     StartupLine,
@@ -86,12 +87,12 @@ class LogSource:
         kinds = ("journald", "file", "docker", "kubectl", "cmd")
         if not sep or kind not in kinds or not target.strip():
             raise SpecError(
-                f"--sglang-logs {text!r}: write journald:UNIT, file:PATH, docker:NAME, kubectl:NAMESPACE/POD or cmd:COMMAND"
+                f"{setting('logs')} {text!r}: write journald:UNIT, file:PATH, docker:NAME, kubectl:NAMESPACE/POD or cmd:COMMAND"
             )
         if kind == "file" and target.strip() == "-":
-            raise SpecError(f"--sglang-logs {text!r}: give the path of the SGLang log on the host (standard input is not read)")
+            raise SpecError(f"{setting('logs')} {text!r}: give the path of the SGLang log on the host (standard input is not read)")
         if kind == "kubectl" and target.count("/") not in (1, 2):
-            raise SpecError(f"--sglang-logs {text!r}: write kubectl:NAMESPACE/POD (or NAMESPACE/POD/CONTAINER)")
+            raise SpecError(f"{setting('logs')} {text!r}: write kubectl:NAMESPACE/POD (or NAMESPACE/POD/CONTAINER)")
         return cls(kind=kind, target=target)
 
     def __str__(self) -> str:

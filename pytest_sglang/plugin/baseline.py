@@ -162,7 +162,9 @@ def pytest_configure(config: pytest.Config) -> None:
         try:
             display = parse_spec(spec_text).display
         except SpecError as exc:
-            raise pytest.UsageError(scrub(f"ini {KEY_INI} entry {line.strip()!r}: {exc}")) from None
+            from pytest_sglang.plugin.settings import spoken
+
+            raise pytest.UsageError(scrub(f"ini {KEY_INI} entry {line.strip()!r}: {spoken(str(exc))}")) from None
         keys[display] = key
     state = BaselineState(directory=directory, update=update, keys=keys, policy=policy)
     config.stash[STATE] = state

@@ -32,7 +32,7 @@ import pytest
 from pytest_sglang.plugin.checks import CHECK_PROPERTY
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.base.secrets import scrub, scrub_object
-from pytest_sglang.plugin.settings import number, setting
+from pytest_sglang.plugin.settings import number, setting, spoken
 from pytest_sglang.base import files as _files
 
 BENCH_PROPERTY = "sglang.bench"
@@ -181,7 +181,7 @@ class BenchPlugin:
 
         error = call.excinfo.value if call.excinfo is not None else None
         if isinstance(error, BenchInconclusive):
-            text = scrub(str(error))
+            text = scrub(spoken(str(error)))
             if not text.startswith("inconclusive"):
                 text = f"inconclusive: {text}"
             # Read back by pytest_runtest_logreport, in the xdist controller too.
@@ -198,7 +198,7 @@ class BenchPlugin:
                 report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {text}")
         elif isinstance(error, (BenchFailed, SGLangError)) and report.failed:
             # The figures are the failure; the library's traceback says nothing more.
-            report.longrepr = scrub(str(error))
+            report.longrepr = scrub(spoken(str(error)))
 
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

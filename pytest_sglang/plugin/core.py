@@ -13,7 +13,7 @@ from pytest_sglang.base.errors import SGLangError, SpecError
 from pytest_sglang.model.gpu import sm_from_capability
 from pytest_sglang.plugin.markers import MARKERS, unmet
 from pytest_sglang.base.secrets import scrub, scrub_object
-from pytest_sglang.plugin.settings import flag, number, setting
+from pytest_sglang.plugin.settings import flag, number, setting, spoken, spoken_error
 from pytest_sglang.target.spec import HostSpec, parse_specs
 
 if TYPE_CHECKING:  # the models and the HTTP stack load only when a test needs a target
@@ -107,29 +107,31 @@ class SGLangPlugin:
         try:
             specs = parse_specs(raw_hosts)
         except SpecError as exc:
-            raise pytest.UsageError(scrub(str(exc))) from None
+            raise pytest.UsageError(scrub(spoken(str(exc)))) from None
         if any(spec.is_simulated for spec in specs):
-            from pytest_sglang.target.sources.sim.launcher import unknown_profile
+            from pytest_sglang.simulator import unknown_profile
 
             for spec in specs:
                 problem = unknown_profile(spec.host) if spec.is_simulated else None
                 if problem:  # one usage error now, not the same setup error in every test
-                    raise pytest.UsageError(problem)
+                    raise pytest.UsageError(f"--sglang-host {problem}")
         self.specs = specs
         from pytest_sglang.target.spec import register_secrets
 
-        # The api key and the keys the specs name are secrets from the start, whatever later
-        # prints them; `pytest-sglang report` registers the same ones.
-        register_secrets(specs, setting(config, "sglang_api_key", "SGLANG_API_KEY"))
+        from pytest_sglang.target.options import TargetOptions, resolve_api_key
+
+        # The api key (resolved and registered once, here) and the keys the specs name are
+        # secrets from the start, whatever later prints them; `pytest-sglang report` registers
+        # the same ones.
+        api_key = resolve_api_key(config.getoption("sglang_api_key"), ini=config.getini("sglang_api_key"))
+        register_secrets(specs)
         sm_text = setting(config, "sglang_sm")
         try:
             sm = sm_from_capability(sm_text) if sm_text else None
         except SpecError as exc:
             raise pytest.UsageError(f"--sglang-sm: {exc}") from None
-        from pytest_sglang.target.options import TargetOptions
-
         self.options = TargetOptions(
-            api_key=setting(config, "sglang_api_key", "SGLANG_API_KEY"),
+            api_key=api_key,
             timeout=number(config, "sglang_timeout", default=10.0),
             wait_ready=number(config, "sglang_wait_ready", default=0.0, zero=True),
             sm=sm,
@@ -149,7 +151,7 @@ class SGLangPlugin:
 
                 LogSource.parse(self.options.logs)
         except SpecError as exc:
-            raise pytest.UsageError(scrub(str(exc))) from None
+            raise pytest.UsageError(scrub(spoken(str(exc)))) from None
         self.allow_no_host = flag(config, "sglang_allow_no_host")
         self._targets: dict[str, Target | SGLangError] = {}
 
@@ -162,7 +164,7 @@ class SGLangPlugin:
             try:
                 found = open_target(spec, self.options)
             except SGLangError as exc:
-                found = exc
+                found = spoken_error(exc)
             self._targets[spec.display] = found
         if isinstance(found, SGLangError):
             raise found
@@ -174,11 +176,12 @@ class SGLangPlugin:
         if len(pending) > 1:
             from pytest_sglang.judge.fleet import open_targets
 
-            self._targets.update(open_targets(pending, self.options))
+            opened = open_targets(pending, self.options)
+            self._targets.update({name: spoken_error(found) if isinstance(found, SGLangError) else found for name, found in opened.items()})
 
     # ---- hooks ----------------------------------------------------------------------------
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        return [scrub(line) for line in self._header(config)]
+        return [scrub(spoken(line)) for line in self._header(config)]
 
     def _header(self, config: pytest.Config) -> list[str]:
         if not self.specs:
@@ -257,6 +260,9 @@ class SGLangPlugin:
                     report.longrepr.addsection("SGLang values read by this test", text)
                 else:
                     report.sections.append(("SGLang values read by this test", text))
+        error = call.excinfo.value if call.excinfo is not None else None
+        if report.skipped or isinstance(error, SGLangError):  # not a test's own assertion about a message
+            speak_report(report)
         scrub_report(report)
 
     def _causes(self, obj: Any, name: str, value: Any) -> list[str]:
@@ -280,6 +286,17 @@ class SGLangPlugin:
             if not isinstance(found, SGLangError):
                 found.close()
         self._targets.clear()
+
+
+def speak_report(report: Any) -> None:
+    """A skip reason, or the failure a library error made (a client's timeout raised in a
+    test), with the settings the library names given as this plugin's options."""
+    if report.passed or report.longrepr is None:
+        return
+    if isinstance(report.longrepr, (str, tuple)):
+        report.longrepr = scrub_object(report.longrepr, text=spoken)
+    else:
+        scrub_object(report.longrepr, text=spoken)
 
 
 def scrub_report(report: Any) -> None:
@@ -347,7 +364,7 @@ def gpu(sglang: Target) -> GpuInfo:
 
     info = GpuInfo.of(sglang)
     if info is None:
-        pytest.skip(f"no GPU facts for {sglang.name}: {sglang.gpu_unknown_reason()}")
+        pytest.skip(spoken(f"no GPU facts for {sglang.name}: {sglang.gpu_unknown_reason()}"))
     return info
 
 
@@ -355,7 +372,7 @@ def gpu(sglang: Target) -> GpuInfo:
 def requested(sglang: Target) -> LaunchCommand:
     """The launch command, parsed into the fields it requests."""
     if sglang.requested is None:
-        pytest.skip(f"the launch command of {sglang.name} is unknown: {sglang.launch_unknown_reason()}")
+        pytest.skip(spoken(f"the launch command of {sglang.name} is unknown: {sglang.launch_unknown_reason()}"))
     return sglang.requested
 
 
@@ -380,7 +397,7 @@ def _sglang_requirements(request: pytest.FixtureRequest) -> Iterator[None]:
         target: Target = request.getfixturevalue("sglang")
         reason = unmet(target, marks)
         if reason:
-            pytest.skip(reason)
+            pytest.skip(spoken(reason))
     yield
 
 

@@ -14,7 +14,29 @@ from typing import Any
 
 import pytest
 
+from pytest_sglang.base import settings as _settings
+from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.target.options import NumberProblem, checked_number
+
+# The option of each setting the library's messages name (pytest_sglang.base.settings); the
+# ini key is the option's name with underscores (sglang_ssh_key).
+FLAGS = {name: "--sglang-" + name.replace("_", "-") for name in _settings.SETTINGS}
+
+
+def spoken(text: str) -> str:
+    """A library message with the settings it names given as this plugin's options."""
+    return _settings.spoken(text, FLAGS)
+
+
+def spoken_error(exc: SGLangError) -> SGLangError:
+    """The same error, its message naming this plugin's options."""
+    text = spoken(str(exc))
+    if text == str(exc):
+        return exc
+    try:
+        return type(exc)(text)
+    except TypeError:  # a subclass that takes more than the message
+        return exc
 
 
 def _given(config: pytest.Config, name: str, env: str | None = None) -> tuple[Any, str]:

@@ -53,15 +53,17 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def provenance_of(target: _Target) -> CaptureProvenance:
-    facts = target.facts
+    from pytest_sglang.judge.gate.summary import summarize
+
+    summary = summarize(target)
     return CaptureProvenance(
         captured_at=datetime.now(timezone.utc),
         target=target.spec.display,
-        origin=facts.origin,
-        host_access=facts.host.where if facts.host is not None else None,
+        origin=summary.origin,
+        host_access=summary.where,
         pytest_sglang_version=__version__,
-        sglang_version=target.version,
-        summary=target.describe(),
+        sglang_version=summary.sglang_version,
+        summary=summary.describe,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from pytest_sglang.base import reads as _reads
 from pytest_sglang.base.errors import SGLangError, TargetError
+from pytest_sglang.base.settings import setting
 from pytest_sglang.base.text import one_line
 from pytest_sglang.collect.http import HttpClient
 from pytest_sglang.model.config import Effective, ModelInfo, ServerArgs
@@ -158,7 +159,7 @@ class Target:
         out = list(self._notes)
         host = self.facts.host
         if host is not None and not host.host_key_checked:
-            out.append("SSH host key NOT verified (--sglang-ssh-insecure)")
+            out.append(f"SSH host key NOT verified ({setting('ssh_insecure')})")
         if host is not None:
             out += host.log_warnings
         out += [f"{problem}; configuration read from the logs" for problem in self.facts.problems]
@@ -170,7 +171,7 @@ class Target:
         host = self.facts.host
         server = f"SGLang {self.version or '?'} reports no GPU model over HTTP"
         if host is None:
-            return f"{server} and there is no host access: give --sglang-ssh USER@HOST (or local) so nvidia-smi can be read, or --sglang-sm=SM"
+            return f"{server} and there is no host access: give {setting('ssh')} USER@HOST (or local) so nvidia-smi can be read, or {setting('sm')}=SM"
         if "nvidia-smi" in host.missing_tools:
             tried = f"nvidia-smi is not installed on {host.where}"
         elif not host.gpus:
@@ -178,7 +179,7 @@ class Target:
         else:
             names = ", ".join(sorted({g.name for g in host.gpus}))
             tried = f"nvidia-smi on {host.where} listed {len(host.gpus)} GPU(s) ({names}) without a compute capability this plugin knows"
-        return f"{tried}; {server}; give --sglang-sm=SM if the architecture is known"
+        return f"{tried}; {server}; give {setting('sm')}=SM if the architecture is known"
 
     def launch_unknown_reason(self) -> str:
         """Why the launch command is unknown: what was tried and what it found."""
@@ -187,9 +188,9 @@ class Target:
         host = self.facts.host
         http = f"SGLang {self.version or '?'} does not report it over HTTP (0.5.20 and later do)"
         if host is None:
-            return f"{http}; give --sglang-ssh (and --sglang-unit) to read it from the host"
+            return f"{http}; give {setting('ssh')} (and {setting('unit')}) to read it from the host"
         if host.pid is None:
-            found = f"no SGLang process was found on {host.where} (neither a --sglang-unit main process nor a sglang.launch_server / sglang serve process)"
+            found = f"no SGLang process was found on {host.where} (neither a {setting('unit')} main process nor a sglang.launch_server / sglang serve process)"
         else:
             found = f"process {host.pid} on {host.where} gave no command line (is /proc/{host.pid}/cmdline readable by that user?)"
         return f"{http}; {found}"

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_sglang.base.errors import SpecError
+from pytest_sglang.base.secrets import Secret, register
+from pytest_sglang.base.settings import setting
+
+if TYPE_CHECKING:
+    from pytest_sglang.target.spec import HostSpec
 
 # Longer than any run should wait, and short enough for every socket and clock API.
 MAX_SECONDS = 86_400.0
@@ -62,11 +68,7 @@ class TargetOptions:
     command_timeout: float = 30.0
 
     def __post_init__(self) -> None:
-        from pytest_sglang.base.secrets import Secret, register
-
-        if self.api_key is not None and not isinstance(self.api_key, Secret):
-            register(self.api_key)
-            object.__setattr__(self, "api_key", Secret(self.api_key))
+        object.__setattr__(self, "api_key", secret_key(self.api_key))
 
     def validate(self) -> None:
         """Check what can be checked before any host is contacted: numbers in range, the api
@@ -78,14 +80,15 @@ class TargetOptions:
             try:
                 checked_number(value, zero=name == "wait_ready", maximum=MAX_SECONDS)
             except NumberProblem as exc:
-                raise SpecError(f"--sglang-{name.replace('_', '-')} {exc}") from None
-        checked_api_key(self.api_key, "--sglang-api-key")
+                raise SpecError(f"{setting(name)} {exc}") from None
+        checked_api_key(self.api_key, setting("api_key"))
         if self.ssh_key:
             path = Path(self.ssh_key).expanduser()
-            from pytest_sglang.collect.shell.ssh import _check_private_key
+            from pytest_sglang.collect.shell.ssh import check_private_key
 
-            _check_private_key(path, f"--sglang-ssh-key {self.ssh_key}")
-        for option, named in (("--sglang-ssh-known-hosts", self.ssh_known_hosts), ("--sglang-ssh-config", self.ssh_config)):
+            check_private_key(path, f"{setting('ssh_key')} {self.ssh_key}")
+        for name, named in (("ssh_known_hosts", self.ssh_known_hosts), ("ssh_config", self.ssh_config)):
+            option = setting(name)
             if named:
                 file = Path(named).expanduser()
                 if named.strip() == "-":
@@ -98,3 +101,42 @@ class TargetOptions:
                     from pytest_sglang.base.files import kind_of
 
                     raise SpecError(f"{option} {named} is not a regular file ({kind_of(file.stat().st_mode)}): give the file")
+
+
+# The environment variable both front ends read the api key from (the CLI's --api-key-env
+# names another).
+API_KEY_ENV = "SGLANG_API_KEY"
+
+
+def secret_key(value: str | None) -> Secret | None:
+    """An api key made a secret: the one place a key a run sends is registered with the
+    scrubber (:class:`TargetOptions` passes every key through here, and so does
+    :func:`api_key_for`), so no later output shows it."""
+    if value is None or isinstance(value, Secret):
+        return value
+    register(value)
+    return Secret(value)
+
+
+def resolve_api_key(option: str | None = None, *, env: str = API_KEY_ENV, ini: str | None = None) -> Secret | None:
+    """The api key a run sends, from the first of these that is given: the option (pytest's
+    ``--sglang-api-key``), the environment variable ``env`` (``SGLANG_API_KEY``, or the one the
+    command line's ``--api-key-env`` names), the ini key (``sglang_api_key``). The order is
+    docs/options.md's; both front ends resolve the key here, once."""
+    if option is not None:
+        return secret_key(option)
+    if os.environ.get(env):
+        return secret_key(os.environ[env])
+    return secret_key(ini.strip()) if ini and ini.strip() else None
+
+
+def api_key_for(spec: HostSpec, options: TargetOptions) -> str | None:
+    """The api key a source sends to ``spec``: the variable its ``?api_key_env=VAR`` names,
+    else the options' (:func:`resolve_api_key`)."""
+    var = spec.options.get("api_key_env")
+    if var:
+        value = os.environ.get(var)
+        if not value:
+            raise SpecError(f"{spec.display}: ?api_key_env={var} names an environment variable that is not set")
+        return secret_key(value)
+    return options.api_key

@@ -21,6 +21,7 @@ from typing import Iterable
 from urllib.parse import parse_qsl, urlsplit
 
 from pytest_sglang.base.errors import SpecError
+from pytest_sglang.base.settings import setting
 from pytest_sglang.base.secrets import clip, register
 
 SCHEMES = ("http", "https", "sim")
@@ -91,7 +92,7 @@ def parse_specs(texts: list[str]) -> list[HostSpec]:
             specs[spec.display] = spec
         elif seen.options != spec.options:
             differ = sorted(k for k in seen.options.keys() | spec.options.keys() if seen.options.get(k) != spec.options.get(k))
-            raise SpecError(f"--sglang-host {spec.display} is given twice with different options ({', '.join(differ)}): give it once")
+            raise SpecError(f"{setting('host')} {spec.display} is given twice with different options ({', '.join(differ)}): give it once")
     return list(specs.values())
 
 
@@ -100,15 +101,15 @@ def parse_specs(texts: list[str]) -> list[HostSpec]:
 SECRET_ENVIRONMENT = ("SGLANG_API_KEY", "PYTEST_SGLANG_SIM_ADMIN_API_KEY")
 
 
-def register_secrets(specs: Iterable[HostSpec] = (), api_key: str | None = None) -> None:
+def register_secrets(specs: Iterable[HostSpec] = ()) -> None:
     """Make secrets, before anything is read or written, of every key a run knows from its
-    options and its environment: ``api_key`` (``--sglang-api-key``), the variables of
+    environment (the api key the options give is registered where it is resolved,
+    :func:`~pytest_sglang.target.options.resolve_api_key`): the variables of
     :data:`SECRET_ENVIRONMENT`, the variable each spec's ``?api_key_env=`` names, and the keys a
     spec carries (``sim://...?api_key=``). The plugin and ``pytest-sglang report`` both call
     it, so a report rendered later scrubs what the run scrubbed."""
     specs = list(specs)
     register(
-        api_key,
         *(os.environ.get(name) for name in SECRET_ENVIRONMENT),
         *(os.environ.get(spec.options["api_key_env"]) for spec in specs if "api_key_env" in spec.options),
         *(secret for spec in specs for secret in spec.secrets),
@@ -132,7 +133,7 @@ def parse_spec(text: str) -> HostSpec:
     (which may carry a simulator key) is never echoed in an error."""
     raw = text.strip()
     if not raw:
-        raise SpecError("empty --sglang-host: give http://HOST:PORT or sim://PROFILE")
+        raise SpecError(f"empty {setting('host')}: give http://HOST:PORT or sim://PROFILE")
     if raw[:7].lower() == "replay:":  # replay:FILE, a capture: the rest is a path, no options
         path = raw[7:].removeprefix("//")
         if not path or "?" in path:
@@ -141,40 +142,40 @@ def parse_spec(text: str) -> HostSpec:
     if "://" not in raw:
         bare = raw.split("?", 1)[0]
         hint = f"http://{bare}" if re.match(r"^[\w.-]+:\d+$", bare) else "http://HOST:PORT"
-        raise SpecError(f"--sglang-host {bare!r} has no scheme: did you mean {hint}? (or sim://PROFILE)")
+        raise SpecError(f"{setting('host')} {bare!r} has no scheme: did you mean {hint}? (or sim://PROFILE)")
     scheme = raw.split("://", 1)[0].lower()
     if scheme not in SCHEMES:
         raise SpecError(  # names only the scheme, never the rest
-            f"--sglang-host scheme {scheme!r} is not supported: use one of "
+            f"{setting('host')} scheme {scheme!r} is not supported: use one of "
             + ", ".join(f"{s}://" for s in SCHEMES)
         )
     where = raw.split("?", 1)[0]  # never the query: a sim:// spec may carry keys there
     try:
         parts = urlsplit(raw)
     except ValueError as exc:
-        raise SpecError(f"--sglang-host {where}: {exc} (an IPv6 address is written http://[::1]:30000)") from None
+        raise SpecError(f"{setting('host')} {where}: {exc} (an IPv6 address is written http://[::1]:30000)") from None
     query = tuple(parse_qsl(parts.query, keep_blank_values=True))
     unknown = sorted({k for k, _ in query} - QUERY_KEYS[scheme])
     if unknown:
         raise SpecError(
-            f"--sglang-host {scheme}:// spec has unknown option(s) {', '.join(unknown)}; "
+            f"{setting('host')} {scheme}:// spec has unknown option(s) {', '.join(unknown)}; "
             f"known: {', '.join(sorted(QUERY_KEYS[scheme]))}"
         )
     if scheme == "sim":
         return _parse_sim(raw, parts.netloc + parts.path, query)
     if "@" in parts.netloc:
         raise SpecError(
-            "--sglang-host must not carry credentials (user:password@); "
-            "pass the key with --sglang-api-key or ?api_key_env=VAR"
+            f"{setting('host')} must not carry credentials (user:password@); "
+            f"pass the key with {setting('api_key')} or ?api_key_env=VAR"
         )
     if not parts.hostname:
-        raise SpecError(f"--sglang-host {scheme}:// spec has no host name")
+        raise SpecError(f"{setting('host')} {scheme}:// spec has no host name")
     try:
         port = parts.port
     except ValueError:
-        raise SpecError(f"--sglang-host {scheme}://{parts.netloc}: the port is not a number in 1-65535") from None
+        raise SpecError(f"{setting('host')} {scheme}://{parts.netloc}: the port is not a number in 1-65535") from None
     if port == 0:
-        raise SpecError(f"--sglang-host {scheme}://{parts.hostname}: port 0 is not a server port")
+        raise SpecError(f"{setting('host')} {scheme}://{parts.hostname}: port 0 is not a server port")
     host = parts.hostname
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
@@ -182,12 +183,12 @@ def parse_spec(text: str) -> HostSpec:
     if path.split("/")[-1] in ("v1", "generate", "server_info", "get_server_info"):
         root = f"{scheme}://{parts.netloc}{path.rsplit('/', 1)[0]}"
         raise SpecError(
-            f"--sglang-host {where}: give the server's root, not an endpoint (pytest-sglang reads /server_info, /v1/models, ... "
+            f"{setting('host')} {where}: give the server's root, not an endpoint (pytest-sglang reads /server_info, /v1/models, ... "
             f"itself): did you mean {root}?"
         )
     verify = dict(query).get("verify")
     if verify is not None and verify.lower() not in _TRUE + _FALSE and not verify.startswith(("/", "~", "./")):
-        raise SpecError(f"--sglang-host {where}: ?verify={clip(verify, 23, ellipsis='...')} is not understood: write verify=true, verify=false or verify=/path/to/ca-bundle.pem")
+        raise SpecError(f"{setting('host')} {where}: ?verify={clip(verify, 23, ellipsis='...')} is not understood: write verify=true, verify=false or verify=/path/to/ca-bundle.pem")
     return HostSpec(
         raw=raw,
         scheme=scheme,

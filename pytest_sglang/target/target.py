@@ -8,15 +8,27 @@ inside one error boundary. Works without pytest::
 
 from __future__ import annotations
 
-from pytest_sglang.base.errors import SGLangError, TargetError
-from pytest_sglang.base.secrets import collecting, register
+from pytest_sglang.base.errors import SGLangError, SpecError, TargetError
+from pytest_sglang.base.secrets import collecting
 from pytest_sglang.base.text import one_line
-from pytest_sglang.target.spec import HostSpec, parse_spec
+from pytest_sglang.target.spec import HostSpec, parse_spec, register_secrets
 from pytest_sglang.target.core import GpuInfo, Target
 from pytest_sglang.target.options import TargetOptions
-from pytest_sglang.target.sources import source_for
+from pytest_sglang.target.sources import Source, live, replay
+from pytest_sglang.target.sources import sim
 
-__all__ = ["GpuInfo", "Target", "TargetOptions", "connect", "open_target"]
+__all__ = ["GpuInfo", "SOURCES", "Target", "TargetOptions", "connect", "open_target"]
+
+# A spec's scheme -> the source that opens it (a new source adds its line).
+SOURCES: dict[str, Source] = {"http": live, "https": live, "sim": sim, "replay": replay}
+
+
+def source_for(spec: HostSpec) -> Source:
+    """The source that opens ``spec``."""
+    source = SOURCES.get(spec.scheme)
+    if source is None:  # parse_spec admits only these schemes
+        raise SpecError(f"{spec.display}: no source opens {spec.scheme}:// targets; use one of {', '.join(sorted(SOURCES))}")
+    return source
 
 
 def open_target(spec: HostSpec | str, options: TargetOptions | None = None) -> Target:
@@ -26,7 +38,7 @@ def open_target(spec: HostSpec | str, options: TargetOptions | None = None) -> T
     Normalising happens here, inside the boundary, so facts no configuration can be made of
     (a capture whose ``server_info`` is a list) fail this target on open, not a later read."""
     spec = parse_spec(spec) if isinstance(spec, str) else spec
-    register(*spec.secrets)
+    register_secrets([spec])
     try:
         with collecting():
             target = source_for(spec).open(spec, options or TargetOptions())
@@ -61,7 +73,7 @@ def connect(
 ) -> Target:
     """Open a target by spec and collect its facts. ``ssh`` ("user@host[:port]" or "local")
     adds host access: GPU facts, the launch command (``unit``) and the current run's ``logs``,
-    as ``--sglang-ssh`` and its companions do in pytest."""
+    as the host-access options of pytest and of the command line do."""
     options = TargetOptions(
         api_key=api_key,
         timeout=timeout,

@@ -15,7 +15,7 @@ import requests
 
 from pytest_sglang.collect.bench.load import load_spec, run_load
 from pytest_sglang.model.bench import BenchResult
-from pytest_sglang.target.sources.sim.launcher import start_simulator
+from pytest_sglang.simulator.launcher import start_simulator
 
 INPUT_LEN = 32
 OUTPUT_LEN = 8

@@ -59,7 +59,7 @@ from pytest_sglang.base.errors import SGLangError, SpecError
 from pytest_sglang.base.secrets import clip, scrub
 from pytest_sglang.model.bench import MAX_TOKENS, BenchResult, LevelResult, RequestRecord, ServerLoad, Validity
 from pytest_sglang.collect.bench.stats import SLO, level_result
-from pytest_sglang.collect.bench.validity import ClientFigures, judge
+from pytest_sglang.collect.bench.validity import ClientFigures, ClientLimits, client_validity
 from pytest_sglang.collect.bench.watch import _MetricsWatch, read_load  # noqa: F401  (read_load: the module's former home)
 
 try:  # a faster JSON decoder for the stream frames when it is installed (not a dependency)
@@ -78,19 +78,6 @@ _ANSWER_BYTES_PER_TOKEN_SQUARED = 32  # cumulative text and ids, repeated in eve
 _PROMPT_SLACK_TOKENS = 65536  # a chat template (or a system prompt) may add this many
 ROUTE_PATHS: dict[str, str] = {"generate": "/generate", "completions": "/v1/completions", "chat": "/v1/chat/completions"}
 _WORDS = ("the", "a", "of", "and", "to", "in", "is", "it", "on", "for", "as", "at", "by", "we", "be", "or")
-
-
-class ClientLimits(BaseModel):
-    """When the client's own figures make a level inconclusive."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    # Event-loop lag p99 and send delay p99 above this many milliseconds, or above this
-    # fraction of the level's median time to first token, whichever is larger.
-    max_lag_ms: float = 5.0
-    max_lag_fraction_of_ttft: float = 0.05
-    max_cpu: float = 0.85  # of one core, per client process
-    min_rate_fraction: float = 0.95  # open loop: sends reached / asked
 
 
 Lengths = int | tuple[int, int]
@@ -854,7 +841,7 @@ class LoadGenerator:
             slo=spec.slo,
             notes=notes,
         )
-        level.validity = judge(level, all_figures, records, spec.limits, share.rate)
+        level.validity = client_validity(level, all_figures, records, spec.limits, share.rate)
         if watch is not None:
             level.server = watch.summary(self.max_running)
             level.refused += watch.refused

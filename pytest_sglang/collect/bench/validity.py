@@ -5,13 +5,24 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
 
 from pytest_sglang.model.bench import LevelResult, RequestRecord, Validity
 from pytest_sglang.collect.bench.stats import percentile
 
-if TYPE_CHECKING:
-    from pytest_sglang.collect.bench.load import ClientLimits
+
+class ClientLimits(BaseModel):
+    """When the client's own figures make a level inconclusive."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Event-loop lag p99 and send delay p99 above this many milliseconds, or above this
+    # fraction of the level's median time to first token, whichever is larger.
+    max_lag_ms: float = 5.0
+    max_lag_fraction_of_ttft: float = 0.05
+    max_cpu: float = 0.85  # of one core, per client process
+    min_rate_fraction: float = 0.95  # open loop: sends reached / asked
 
 
 @dataclass
@@ -23,7 +34,7 @@ class ClientFigures:
     wall_s: float = 0.0
 
 
-def judge(level: LevelResult, figures: Sequence[ClientFigures], records: Sequence[RequestRecord], limits: "ClientLimits", target_rate: float | None) -> Validity:
+def client_validity(level: LevelResult, figures: Sequence[ClientFigures], records: Sequence[RequestRecord], limits: ClientLimits, target_rate: float | None) -> Validity:
     """Whether the client kept up with the level, from what it measured of itself."""
     lags = sorted(lag for f in figures for lag in f.lags)
     delays = sorted(r.send_delay for r in records if not math.isnan(r.sent))

@@ -7,6 +7,7 @@ import signal
 import subprocess
 
 from pytest_sglang.base.errors import TargetError
+from pytest_sglang.base.settings import setting
 from pytest_sglang.collect.shell import CommandResult
 
 
@@ -31,7 +32,7 @@ class LocalShell:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            raise TargetError(f"a command on the local host did not finish within {timeout:g}s (--sglang-command-timeout)") from None
+            raise TargetError(f"a command on the local host did not finish within {timeout:g}s ({setting('command_timeout')})") from None
         except BaseException:  # KeyboardInterrupt: leave nothing running either
             _kill_group(proc)
             raise

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sglang.base.errors import SpecError, TargetError
+from pytest_sglang.base.settings import setting
 from pytest_sglang.collect.shell import CommandResult, bounded_command
 from pytest_sglang.base.secrets import clip
 
@@ -40,10 +41,10 @@ class Destination:
     def parse(cls, text: str) -> Destination:
         raw = text.strip()
         if not raw or any(c.isspace() for c in raw):
-            raise SpecError(f"--sglang-ssh {text!r}: write user@host or user@host:port")
+            raise SpecError(f"{setting('ssh')} {text!r}: write user@host or user@host:port")
         user, at, rest = raw.rpartition("@")
         if at and not user:
-            raise SpecError(f"--sglang-ssh {text!r} has an empty user name before '@': write user@host, or just host")
+            raise SpecError(f"{setting('ssh')} {text!r} has an empty user name before '@': write user@host, or just host")
         port: int | None = None
         if rest.startswith("["):
             host, _, tail = rest[1:].partition("]")
@@ -55,7 +56,7 @@ class Destination:
         else:
             host = rest
         if not host:
-            raise SpecError(f"--sglang-ssh {text!r} has no host name")
+            raise SpecError(f"{setting('ssh')} {text!r} has no host name")
         return cls(host=host, user=user or None, port=port)
 
     def __str__(self) -> str:
@@ -66,7 +67,7 @@ class Destination:
 
 def _port(text: str, spec: str) -> int:
     if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
-        raise SpecError(f"--sglang-ssh {spec!r}: the port must be a number in 1-65535")
+        raise SpecError(f"{setting('ssh')} {spec!r}: the port must be a number in 1-65535")
     return int(text)
 
 
@@ -116,12 +117,12 @@ class SSHShell:
     def _identity_files(self) -> list[str] | None:
         if self.key_filename:
             path = Path(self.key_filename).expanduser()
-            _check_private_key(path, f"--sglang-ssh-key {self.key_filename}")
+            check_private_key(path, f"{setting('ssh_key')} {self.key_filename}")
             return [str(path)]
         files = [str(Path(f).expanduser()) for f in self._config().get("identityfile", [])]
         found = [f for f in files if Path(f).is_file()]
         for f in found:
-            _check_private_key(Path(f), f"IdentityFile {f} (from {self.config_path})")
+            check_private_key(Path(f), f"IdentityFile {f} (from {self.config_path})")
         return found or None
 
     # ---- connecting ------------------------------------------------------------------------
@@ -169,14 +170,14 @@ class SSHShell:
             keys = f" with {self.key_filename}" if self.key_filename else ""
             raise TargetError(
                 f"SSH login to {dest.user}@{dest.host}:{dest.port}{keys} was refused: the key is not authorized there "
-                "(give --sglang-ssh-key, or add the key to ssh-agent)"
+                f"(give {setting('ssh_key')}, or add the key to ssh-agent)"
             ) from None
         except (socket.timeout, TimeoutError):
             client.close()
             raise TargetError(f"SSH connection to {dest.host}:{dest.port} timed out after {self.connect_timeout:g}s") from None
         except socket.gaierror:
             client.close()
-            raise TargetError(f"cannot resolve the SSH host name {dest.host!r}: check --sglang-ssh") from None
+            raise TargetError(f"cannot resolve the SSH host name {dest.host!r}: check {setting('ssh')}") from None
         except paramiko.ssh_exception.NoValidConnectionsError:
             client.close()
             raise TargetError(f"cannot connect to {dest.host}:{dest.port} over SSH (connection refused): is sshd running, and is the port right?") from None
@@ -239,7 +240,7 @@ class SSHShell:
         return CommandResult(status, out.decode(errors="replace"), err.decode(errors="replace"))
 
     def _timed_out(self, timeout: float) -> TargetError:
-        return TargetError(f"a command on {self.resolved.host} did not finish within {timeout:g}s (--sglang-command-timeout)")
+        return TargetError(f"a command on {self.resolved.host} did not finish within {timeout:g}s ({setting('command_timeout')})")
 
     def close(self) -> None:
         if self._client is not None:
@@ -260,7 +261,7 @@ class _UnknownHost(Exception):
 KEY_CAP_BYTES = 1024 * 1024
 
 
-def _check_private_key(path: Path, named: str) -> None:
+def check_private_key(path: Path, named: str) -> None:
     """A key file paramiko cannot read is the user's to fix: say so before connecting. A path
     that is missing, not a regular file (a FIFO, a device) or over :data:`KEY_CAP_BYTES` is
     refused before paramiko opens it."""
@@ -301,5 +302,5 @@ class _RejectUnknown:
         raise _UnknownHost(
             f"the SSH host key of {hostname} ({key.get_name()} {fingerprint(key)}) is not in {known}{missing}: "
             f"check the fingerprint and add it (ssh-keyscan -p {self.shell.resolved.port} {self.shell.resolved.host} >> ~/.ssh/known_hosts), "
-            "or pass --sglang-ssh-insecure to skip the check"
+            f"or pass {setting('ssh_insecure')} to skip the check"
         )

@@ -128,6 +128,8 @@ def document(target: Target, *, include_volatile: bool = False) -> dict[str, Any
 
 
 def _document(target: Target, include_volatile: bool) -> dict[str, Any]:
+    from pytest_sglang.judge.gate.summary import summarize
+
     marks = _placeholders(target)
     effective = target.effective
     eff: dict[str, Any] = {}
@@ -154,10 +156,11 @@ def _document(target: Target, include_volatile: bool) -> dict[str, Any]:
     gpus = target.gpus
     host = target.facts.host
     in_use = set(host.gpus_in_use) if host is not None and host.gpus_in_use else {g.index for g in gpus}
+    summary = summarize(target)
     gpu = {
-        "name": effective.gpu_name,
-        "count": effective.gpu_count,
-        "sm": effective.sm,
+        "name": summary.gpu_name,
+        "count": summary.gpu_count,
+        "sm": summary.sm,
         "devices": [
             {"name": g.name, "compute_capability": g.compute_capability, "memory_mib": g.memory_mib, "driver": g.driver}
             for g in sorted(gpus, key=lambda g: g.index)
@@ -177,7 +180,7 @@ def _document(target: Target, include_volatile: bool) -> dict[str, Any]:
 
     doc: dict[str, Any] = {
         "format": DOCUMENT_FORMAT,
-        "sglang_version": target.version,
+        "sglang_version": summary.sglang_version,
         "effective": eff,
         "server_args": args,
         "server_args_source": _clean(target.snapshot.server_args_source, marks),

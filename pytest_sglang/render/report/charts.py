@@ -13,7 +13,7 @@ leather lays out the axes, ticks and scales; the marks are this module's own lea
 one ``<circle>`` per point, a failed or inconclusive level a ring on its point, the benchmark
 baseline's repeats a shaded band, and an effective ``max_running_requests`` a dotted rule. The
 SVG carries no outside text: lines are named by their legend number, levels by numbers
-formatted in :mod:`pytest_sglang.report.series`; the page's legend (HTML, escaped) names the
+formatted in :mod:`pytest_sglang.render.report.series`; the page's legend (HTML, escaped) names the
 hosts.
 """
 

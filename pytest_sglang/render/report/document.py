@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-PROMOTE, HOLD, INCONCLUSIVE = "promote", "hold", "inconclusive"
-VERDICTS = (PROMOTE, HOLD, INCONCLUSIVE)
-FAILED_OUTCOMES = ("failed", "error")
-# pytest's own outcome categories, in the order its summary line names them.
-COUNT_KEYS = ("failed", "passed", "skipped", "xfailed", "xpassed", "error")
+# The verdicts and outcome names are the gate's (judge/gate/verdict.py), which decides them.
+from pytest_sglang.judge.gate.verdict import COUNT_KEYS, FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, VERDICTS, bench_name, short_name
 
 
 def summary_line(counts: dict[str, int]) -> str:
@@ -33,11 +30,4 @@ def baseline_diffs(check: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def short_name(nodeid: str) -> str:
-    return nodeid.rsplit("::", 1)[-1]
-
-
-def bench_name(nodeid: str) -> str:
-    """``test_x[sim://h]`` -> ``test_x``: the host is said once, before the reason."""
-    name = short_name(nodeid)
-    return name.split("[", 1)[0] if name.endswith("]") else name
+__all__ = ["COUNT_KEYS", "FAILED_OUTCOMES", "HOLD", "INCONCLUSIVE", "PROMOTE", "VERDICTS", "baseline_diffs", "bench_name", "short_name", "summary_line"]

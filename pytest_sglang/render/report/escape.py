@@ -12,9 +12,9 @@ renderer of that format writes outside text only through it:
   nothing is linked, so only the backtick and the table's ``|`` need care);
 - :func:`mermaid_text`: a label inside a Mermaid chart of the Markdown summary.
 
-Each scrubs first (:func:`pytest_sglang.secrets.scrub`): the escaped form of a secret is
+Each scrubs first (:func:`pytest_sglang.base.secrets.scrub`): the escaped form of a secret is
 another spelling of it, and the scrubber knows the raw one best. None of them cuts; callers
-shorten with :func:`pytest_sglang.report.text.shorten` before escaping, so a cut never splits
+shorten with :func:`pytest_sglang.render.report.text.shorten` before escaping, so a cut never splits
 an entity or an escape.
 """
 

@@ -12,8 +12,8 @@ and version facts. It is readable with JavaScript off (the script only adds the 
 legend's highlight and opens every section for printing) and printable.
 
 Every outside text (host names, model paths, launch commands, messages) is written through
-:func:`pytest_sglang.report.escape.html_text`, the page's one escaping function; the charts
-carry none (see :mod:`pytest_sglang.report.charts`).
+:func:`pytest_sglang.render.report.escape.html_text`, the page's one escaping function; the charts
+carry none (see :mod:`pytest_sglang.render.report.charts`).
 """
 
 from __future__ import annotations

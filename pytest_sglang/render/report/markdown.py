@@ -5,8 +5,8 @@ benchmarks, with a Mermaid chart of their levels), each list cut short with a po
 and a link to the HTML report when one is written. Text is cut at a word boundary with ``…``,
 never in the middle of a word; the counts are pytest's own.
 
-Outside text (host names, model paths, messages) goes through :func:`~pytest_sglang.report.escape.md_text`
-(or :func:`~pytest_sglang.report.escape.md_code` inside a code span): it shows as written and
+Outside text (host names, model paths, messages) goes through :func:`~pytest_sglang.render.report.escape.md_text`
+(or :func:`~pytest_sglang.render.report.escape.md_code` inside a code span): it shows as written and
 never becomes markup or HTML."""
 
 from __future__ import annotations

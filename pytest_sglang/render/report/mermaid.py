@@ -5,7 +5,7 @@ One pair of charts per benchmark (output throughput, p99 time to first token), o
 host, in the colours of the HTML report's charts. Mermaid's charts have no legend, so a line of
 coloured squares under them names the hosts (escaped as Markdown text); inside the chart there
 is no outside text at all (titles are fixed words, levels are numbers formatted here), and
-labels pass through :func:`~pytest_sglang.report.escape.mermaid_text` all the same.
+labels pass through :func:`~pytest_sglang.render.report.escape.mermaid_text` all the same.
 """
 
 from __future__ import annotations

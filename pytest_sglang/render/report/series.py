@@ -29,7 +29,7 @@ FIGURES: dict[str, tuple[str, str | None]] = {
     "peak_running": ("server", "peak_running"),
     "peak_queue": ("server", "peak_queue"),
 }
-# The benchmark baseline's figure for each charted figure (pytest_sglang.bench.model.BASELINE_BAND_METRICS).
+# The benchmark baseline's figure for each charted figure (pytest_sglang.model.bench.BASELINE_BAND_METRICS).
 BASELINE_FIGURE = {"output_throughput": "output_throughput", "ttft_p50": "ttft_median_ms", "ttft_p99": "ttft_p99_ms", "itl_p50": "itl_median_ms", "itl_p99": "itl_p99_ms"}
 
 

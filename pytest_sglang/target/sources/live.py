@@ -1,4 +1,4 @@
-"""A live SGLang server: its HTTP endpoints, and with host access (``--sglang-ssh``, or
+"""A live SGLang server: its HTTP endpoints, and with host access (the ``ssh`` setting, or
 ``local``) its GPUs, launch command and the current run's logs."""
 
 from __future__ import annotations
@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_sglang.base.errors import SpecError, TargetError
+from pytest_sglang.base.settings import setting
 from pytest_sglang.collect.host import HostOptions, collect_host
 from pytest_sglang.collect.http import HttpClient, collect_http
 from pytest_sglang.model.facts import Facts
 from pytest_sglang.parse.logs import LogSource
 from pytest_sglang.target.spec import HostSpec, check_host_name, verify_setting
 from pytest_sglang.target.core import Target
-from pytest_sglang.target.options import TargetOptions
-from pytest_sglang.target.sources import api_key_for
+from pytest_sglang.target.options import TargetOptions, api_key_for
 
 
 def open(spec: HostSpec, options: TargetOptions) -> Target:  # noqa: A001  (the source interface's name)
@@ -66,7 +66,7 @@ def _host_access(spec: HostSpec, options: TargetOptions) -> tuple[Any, HostOptio
     )
     if not ssh:
         if logs_text or host_options.unit:
-            raise SpecError(f"{spec.display}: --sglang-logs and --sglang-unit need host access: give --sglang-ssh user@host (or local)")
+            raise SpecError(f"{spec.display}: {setting('logs')} and {setting('unit')} need host access: give {setting('ssh')} user@host (or local)")
         return None, host_options
     if ssh == "local":
         from pytest_sglang.collect.shell.local import LocalShell

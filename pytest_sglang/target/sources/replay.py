@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sglang.base.errors import TargetError
+from pytest_sglang.base.settings import setting
 from pytest_sglang.model.facts import Facts
 from pytest_sglang.target.options import TargetOptions
 from pytest_sglang.target.spec import HostSpec
 from pytest_sglang.target.core import Target
+from pytest_sglang.target.sources import unused_host_access
 from pytest_sglang.collect.capture import CaptureProvenance, read_capture
 
 
@@ -48,7 +50,7 @@ class ReplayTarget(Target):
         p = self.provenance
         return (
             f"{self.name} is a replay of a capture of {p.target} (taken {p.captured_at:%Y-%m-%d %H:%M} UTC): it has no host, "
-            f"so no {what}; a test that sends requests needs a live --sglang-host"
+            f"so no {what}; a test that sends requests needs a live {setting('host')}"
         )
 
     def close(self) -> None:
@@ -75,11 +77,7 @@ def open_capture(spec: HostSpec | str, options: TargetOptions | None = None) -> 
         overrides["sm"] = options.sm
     facts = captured.model_copy(update={"target": spec.display, "origin": "replay", "overrides": overrides})
     summary = f"replay of {provenance.target} captured {provenance.captured_at:%Y-%m-%d %H:%M} UTC by pytest-sglang {provenance.pytest_sglang_version}; no request reaches a host"
-    notes = [summary] + [
-        f"{option} is not used for a replayed target (the capture holds what its host gave)"
-        for option, value in (("--sglang-ssh", options.ssh), ("--sglang-unit", options.unit), ("--sglang-logs", options.logs))
-        if value
-    ]
+    notes = [summary, *unused_host_access(options, "a replayed target (the capture holds what its host gave)")]
     return ReplayTarget(spec, facts, provenance, captured, notes=notes)
 
 

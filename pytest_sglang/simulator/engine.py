@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar, Union
 
-from pytest_sglang.target.sources.sim.profile import SimPerformance
+from pytest_sglang.simulator.profile import SimPerformance
 
 # SGLang's default buckets (--bucket-time-to-first-token and friends).
 TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0, 400.0)

@@ -20,7 +20,7 @@ __all__ = ["load_template", "template_names"]
 def load_template(name: str) -> dict[str, Any]:
     """A template's field set; shared between calls, so callers copy before changing it."""
     try:
-        text = resources.files("pytest_sglang.target.sources.sim").joinpath("templates").joinpath(f"{name}.json").read_text()
+        text = resources.files("pytest_sglang.simulator").joinpath("templates").joinpath(f"{name}.json").read_text()
     except FileNotFoundError:
         raise SpecError(f"simulator template {name!r} does not exist") from None
     return json.loads(text)
@@ -28,5 +28,5 @@ def load_template(name: str) -> dict[str, Any]:
 
 def template_names() -> list[str]:
     """The bundled template names (SGLang versions), sorted as text."""
-    folder = resources.files("pytest_sglang.target.sources.sim").joinpath("templates")
+    folder = resources.files("pytest_sglang.simulator").joinpath("templates")
     return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from email.message import Message
 from typing import Any, Protocol, Union
 
-from pytest_sglang.target.sources.sim.engine import Plan, Wait
+from pytest_sglang.simulator.engine import Plan, Wait
 
 __all__ = ["BadRequest", "Frames", "Handler", "InvalidBody", "Rejected", "Reply", "Request", "json_reply"]
 
@@ -61,7 +61,7 @@ def json_reply(data: Any, status: int = 200) -> Reply:
 
 
 class Handler(Protocol):
-    """What a server needs of the simulator behind it (:class:`~pytest_sglang.target.sources.sim.server.Simulator`)."""
+    """What a server needs of the simulator behind it (:class:`~pytest_sglang.simulator.server.Simulator`)."""
 
     def handle(self, request: Request) -> Reply: ...
 

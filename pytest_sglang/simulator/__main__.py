@@ -21,9 +21,9 @@ from types import FrameType
 from typing import NoReturn, Protocol
 
 from pytest_sglang.base.errors import SGLangError
-from pytest_sglang.target.sources.sim.many import ManyHosts
-from pytest_sglang.target.sources.sim.profile import bundled_profiles, load_profile
-from pytest_sglang.target.sources.sim.server import SERVER_KINDS, SimServer
+from pytest_sglang.simulator.many import ManyHosts
+from pytest_sglang.simulator.profile import bundled_profiles, load_profile
+from pytest_sglang.simulator.server import SERVER_KINDS, SimServer
 
 USAGE_ERROR = 2
 
@@ -61,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--parent-pid", type=int, metavar="PID", help="stop when this process (the one that started it) ends"
     )
-    # Many hosts in one process, driven through stdin by pytest_sglang.target.sources.sim.launcher.
+    # Many hosts in one process, driven through stdin by pytest_sglang.simulator.launcher.
     parser.add_argument("--serve-many", action="store_true", help=argparse.SUPPRESS)
     return parser
 

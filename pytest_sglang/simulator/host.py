@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from pytest_sglang.model.facts import GpuFact, HostFacts
-from pytest_sglang.target.sources.sim.profile import Profile
+from pytest_sglang.simulator.profile import Profile
 
 # A fixed start time keeps simulated logs identical from run to run.
 _STARTED = datetime(2026, 11, 30, 9, 14, 2, tzinfo=timezone.utc)

@@ -25,8 +25,8 @@ from pytest_sglang.base.files import FileError, MiB, MissingFileError, check_nes
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.model.facts import SERVER_INFO_EXTRA_KEYS
 from pytest_sglang.model.versions import parse_version
-from pytest_sglang.target.sources.sim.from_capture import profile_from_capture
-from pytest_sglang.target.sources.sim.templates import load_template, template_names
+from pytest_sglang.simulator.from_capture import profile_from_capture
+from pytest_sglang.simulator.templates import load_template, template_names
 from pytest_sglang.parse.shellwords import split_words
 from packaging.version import Version
 
@@ -396,8 +396,25 @@ def _argv_of(command: str | None) -> str | None:
 
 
 def bundled_profiles() -> list[str]:
-    folder = resources.files("pytest_sglang.target.sources.sim").joinpath("profiles")
+    folder = resources.files("pytest_sglang.simulator").joinpath("profiles")
     return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def unknown_profile(name: str) -> str | None:
+    """Why ``sim://NAME`` names no bundled profile (with the closest names), or None when it
+    names one or is a profile file (``.json``). The bundled profiles are known without starting
+    anything, so a front end can refuse a misspelt name once, before it opens any target."""
+    if name.endswith(".json"):
+        return None
+    known = bundled_profiles()
+    if name in known:
+        return None
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(f'sim://{c}' for c in close)}?)" if close else ""
+    return (
+        f"sim://{name}: unknown simulator profile {name!r}{hint}; bundled profiles: {', '.join(known)} "
+        "(or a profile file: sim:///path/to/profile.json)"
+    )
 
 
 # A profile is a few KiB; a capture given as a profile (sim://capture.json) may be as large as a
@@ -430,7 +447,7 @@ def load_profile(name_or_path: str) -> Profile:
         names = bundled_profiles()
         if name_or_path not in names:
             raise SpecError(f"unknown simulator profile {name_or_path!r}; bundled profiles: {', '.join(names)}")
-        text = resources.files("pytest_sglang.target.sources.sim").joinpath("profiles").joinpath(f"{name_or_path}.json").read_text()
+        text = resources.files("pytest_sglang.simulator").joinpath("profiles").joinpath(f"{name_or_path}.json").read_text()
         where = name_or_path
     try:
         data = json.loads(text)

@@ -1,6 +1,6 @@
 """A capture as a simulated deployment: ``sim:///path/to/capture.json``.
 
-The simulator reads a profile (pytest_sglang/target/sources/sim/profile.py). A capture holds the facts a
+The simulator reads a profile (pytest_sglang/simulator/profile.py). A capture holds the facts a
 simulated target is read into, so the profile is taken from them: the arguments exactly as the
 server reported them (template fields it did not report are dropped), the scheduler's own values,
 the runtime figures, the model, the GPUs and the launch command and log lines of the host.
@@ -19,7 +19,7 @@ from pytest_sglang.model.facts import SERVER_INFO_EXTRA_KEYS
 from pytest_sglang.base.secrets import REDACTED
 from pytest_sglang.model.versions import parse_version
 from pytest_sglang.collect.capture import parse_capture
-from pytest_sglang.target.sources.sim.templates import load_template, template_names
+from pytest_sglang.simulator.templates import load_template, template_names
 
 # Start-up lines the simulator writes itself from the profile (sim/host.py startup_log).
 _GENERATED = re.compile(

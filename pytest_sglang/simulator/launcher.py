@@ -1,7 +1,7 @@
 """Start a bundled simulated deployment outside this process, as a real server would run.
 
 Every ``sim://`` host opened by one Python process is served by one simulator process
-(``python -m pytest_sglang.target.sources.sim --serve-many``, see :mod:`.many`), started with the first host
+(``python -m pytest_sglang.simulator --serve-many``, see :mod:`.many`), started with the first host
 and asked over its stdin for one more server per host: a fleet of 32 simulated hosts costs one
 interpreter start, not 32. Each host still has its own port, profile, keys, queueing model and
 metrics, and :meth:`SimProcess.stop` closes only its own server. The shared process ends with
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import difflib
 import itertools
 import json
 import os
@@ -27,7 +26,7 @@ from typing import Any
 
 from pytest_sglang.base.errors import SGLangError, TargetError
 
-__all__ = ["PendingSimulator", "SimProcess", "begin_simulator", "shutdown_shared_simulator", "start_simulator", "unknown_profile"]
+__all__ = ["PendingSimulator", "SimProcess", "begin_simulator", "shutdown_shared_simulator", "start_simulator"]
 
 _STDERR_LINES_KEPT = 20
 _EXIT_WAIT_SECONDS = 5.0
@@ -53,7 +52,7 @@ class _SharedSimulator:
     the thread that waits for it, so a fleet opened one thread per host opens in parallel."""
 
     def __init__(self) -> None:
-        cmd = [sys.executable, "-m", "pytest_sglang.target.sources.sim", "--serve-many", "--host", "127.0.0.1"]
+        cmd = [sys.executable, "-m", "pytest_sglang.simulator", "--serve-many", "--host", "127.0.0.1"]
         # It stops by itself when this process ends, however that happens (SIGTERM, SIGKILL, a crash).
         cmd += ["--parent-pid", str(os.getpid())]
         env = dict(os.environ)
@@ -259,7 +258,7 @@ def start_simulator(
 ) -> SimProcess:
     """Serve ``profile`` on a free loopback port of the shared simulator process; returns once
     it listens. A profile that does not load fails here, before anything starts."""
-    from pytest_sglang.target.sources.sim.profile import load_profile
+    from pytest_sglang.simulator.profile import load_profile
 
     try:
         load_profile(profile)
@@ -323,22 +322,3 @@ def begin_simulator(profile: str, *, api_key: str | None = None, admin_api_key: 
         return PendingSimulator(profile, shared, shared.send(command))
     except _Gone as exc:
         return PendingSimulator(profile, shared, None, str(exc))
-
-
-def unknown_profile(name: str) -> str | None:
-    """Why ``sim://NAME`` names no bundled profile (with the closest names), or None when it
-    names one or is a profile file (``.json``). The bundled profiles are known without starting
-    anything, so a misspelt name is one usage error before the run, not an error per test."""
-    if name.endswith(".json"):
-        return None
-    from pytest_sglang.target.sources.sim.profile import bundled_profiles
-
-    known = bundled_profiles()
-    if name in known:
-        return None
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-    hint = f" (did you mean {' or '.join(f'sim://{c}' for c in close)}?)" if close else ""
-    return (
-        f"--sglang-host sim://{name}: unknown simulator profile {name!r}{hint}; bundled profiles: {', '.join(known)} "
-        "(or a profile file: sim:///path/to/profile.json)"
-    )

@@ -8,8 +8,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from pytest_sglang.target.sources.sim.engine import Histogram, LoadSnapshot
-from pytest_sglang.target.sources.sim.profile import Profile
+from pytest_sglang.simulator.engine import Histogram, LoadSnapshot
+from pytest_sglang.simulator.profile import Profile
 
 Sample = tuple[str, dict[str, str], float]
 

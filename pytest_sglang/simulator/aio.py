@@ -4,8 +4,8 @@ A thread per connection spends its time switching threads and waiting for the GI
 benchmark holds hundreds of streams open, and its tokens go out late and bunched; here
 every wait of the performance model is a timer on one loop. It speaks the same HTTP as the
 threaded server (HTTP/1.1 keep-alive, chunked server-sent events, ``Server: uvicorn``) and
-answers through the same :class:`~pytest_sglang.target.sources.sim.server.Simulator` (any
-:class:`~pytest_sglang.target.sources.sim.http.Handler`).
+answers through the same :class:`~pytest_sglang.simulator.server.Simulator` (any
+:class:`~pytest_sglang.simulator.http.Handler`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from http import HTTPStatus
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from pytest_sglang.target.sources.sim.engine import Admission, Plan, Sleep, Wait
-from pytest_sglang.target.sources.sim.http import Handler, Reply, Request, json_reply
+from pytest_sglang.simulator.engine import Admission, Plan, Sleep, Wait
+from pytest_sglang.simulator.http import Handler, Reply, Request, json_reply
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
-"""An SGLang-compatible HTTP server that answers from a :class:`~pytest_sglang.target.sources.sim.profile.Profile`.
+"""An SGLang-compatible HTTP server that answers from a :class:`~pytest_sglang.simulator.profile.Profile`.
 
 Standard library only, so it starts in milliseconds inside a test session or as
-``python -m pytest_sglang.target.sources.sim``. It speaks the endpoints, JSON shapes, auth rules and
+``python -m pytest_sglang.sim``. It speaks the endpoints, JSON shapes, auth rules and
 streaming formats of the profile's SGLang version, and a deliberately simple performance
 model: at most ``effective_max_running_requests_per_dp`` requests run at once, the rest
 queue first-in first-out, so load above the cap shows as a rising time to first token.
@@ -31,8 +31,8 @@ from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 from pytest_sglang.base.errors import SGLangError, SpecError
-from pytest_sglang.target.sources.sim.aio import INVALID_REQUEST, AsyncHTTPServer, Waker, new_event_loop, unsupported_method
-from pytest_sglang.target.sources.sim.engine import (
+from pytest_sglang.simulator.aio import INVALID_REQUEST, AsyncHTTPServer, Waker, new_event_loop, unsupported_method
+from pytest_sglang.simulator.engine import (
     TTFT_BUCKETS,
     Engine,
     LoadSnapshot,
@@ -45,9 +45,9 @@ from pytest_sglang.target.sources.sim.engine import (
     collect,
     run_blocking,
 )
-from pytest_sglang.target.sources.sim.http import BadRequest, Frames, InvalidBody, Rejected, Reply, Request, json_reply
-from pytest_sglang.target.sources.sim.metrics import HttpCounts, metrics_text
-from pytest_sglang.target.sources.sim.profile import Profile
+from pytest_sglang.simulator.http import BadRequest, Frames, InvalidBody, Rejected, Reply, Request, json_reply
+from pytest_sglang.simulator.metrics import HttpCounts, metrics_text
+from pytest_sglang.simulator.profile import Profile
 
 __all__ = ["TTFT_BUCKETS", "Engine", "LoadSnapshot", "Prompt", "SimServer", "Timeline", "Totals", "metrics_text"]
 

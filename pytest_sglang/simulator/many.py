@@ -3,7 +3,7 @@
 A Python process per ``sim://`` host costs a fresh interpreter each (about 0.2 s of CPU), so
 a fleet of 32 took seconds to open. Instead each process that opens ``sim://`` hosts starts
 one simulator process (:mod:`.launcher`) and asks it for one more server per host: every
-server is a :class:`~pytest_sglang.target.sources.sim.server.SimServer` of its own (its own profile, keys,
+server is a :class:`~pytest_sglang.simulator.server.SimServer` of its own (its own profile, keys,
 engine and metrics) on its own loopback port, and all of them share one event loop. (A
 thread and loop per server read a fleet no faster and used as much CPU under load, but sent
 tokens bunched: the threads take turns at the GIL. One loop sends each token when it is due.)
@@ -40,9 +40,9 @@ from typing import IO, Any
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.base.files import nesting_too_deep
 from pytest_sglang.base.secrets import clip
-from pytest_sglang.target.sources.sim.aio import Waker, new_event_loop
-from pytest_sglang.target.sources.sim.profile import load_profile
-from pytest_sglang.target.sources.sim.server import SimServer
+from pytest_sglang.simulator.aio import Waker, new_event_loop
+from pytest_sglang.simulator.profile import load_profile
+from pytest_sglang.simulator.server import SimServer
 
 __all__ = ["ManyHosts"]
 
