@@ -1,9 +1,6 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 # Loaded here, before any in-process pytester run: pytester drops the modules first imported
@@ -13,6 +10,16 @@ import paramiko  # noqa: F401
 import pytest_sglang.target.target  # noqa: F401
 from support import Canned, artefact
 from testhost import clean_test_host, test_host  # noqa: F401  (one session-wide test host for every module)
+
+
+@pytest.fixture(autouse=True)
+def _secrets_of_this_test_only():  # type: ignore[no-untyped-def]
+    """The secrets a test registers (its api keys, what its servers' answers held) end with it:
+    in one process, an earlier test's short key would scrub a later test's host name."""
+    from pytest_sglang.base.secrets import SECRETS
+
+    with SECRETS.scope():
+        yield
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -129,7 +129,7 @@ def test_an_architecture_the_release_lacks_is_an_error_and_no_rule_of_its_lists_
     explanation = explain_launch(f"{LAUNCH} --tp 4", gpu="H100", gpus=4, sglang_version="0.5.10", model=arch)
     (error,) = explanation.errors
     assert error.rule == "model.unsupported-architecture" and error.lint
-    assert f"not in SGLang 0.5.10's model registry" in error.summary and f"transformers {table.transformers}" in error.summary
+    assert "not in SGLang 0.5.10's model registry" in error.summary and f"transformers {table.transformers}" in error.summary
     assert f"run SGLang {span(has)}" in error.knobs[0]
     # The multimodal list of 0.5.10 is its own: the architecture is not on it, so no piecewise-graph rule reads it.
     assert not explanation.by_rule("pcg.multimodal")

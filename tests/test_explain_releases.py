@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sglang.judge.explain import explain_launch
-from pytest_sglang.judge.explain import kb as kb_module
 from pytest_sglang.model import knowledge as _knowledge
 from pytest_sglang.judge.explain.kb import KnowledgeError, load_from
 from pytest_sglang.judge.explain.releases import span

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from pytest_sglang.judge.explain import explain_launch
-from pytest_sglang.judge.explain.findings import Explanation, Finding
+from pytest_sglang.judge.explain.findings import Explanation
 from pytest_sglang.judge.explain.kb import load
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "real_sglang"))

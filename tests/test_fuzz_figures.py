@@ -422,7 +422,7 @@ def test_a_figure_of_a_printed_result_block_is_in_its_range_or_one_line_naming_i
 
 # ---- a JSON report, rendered by pytest-sglang report -----------------------------------------
 
-GATE = f"""
+GATE = """
 def test_tp(effective):
     assert effective.tp_size == 4
 

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.base import files as _files
 from pytest_sglang.base.errors import SGLangError
 
 hypothesis = pytest.importorskip("hypothesis")

@@ -9,7 +9,6 @@ deployments (tests/data/corpus/launch_commands/unseen-*.txt) hold both forms.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest

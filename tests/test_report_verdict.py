@@ -185,7 +185,7 @@ def test_the_counts_are_pytests_own_every_outcome_under_xdist_too(pytester, work
     # per host: its tests, the check counted apart
     (host,) = doc["hosts"]
     assert host["counts"] == {"failed": 2, "passed": 2, "skipped": 1, "xfailed": 1, "xpassed": 1, "error": 3}
-    assert f"| 2 failed, 2 passed, 1 skipped, 1 xfailed, 1 xpassed, 3 errors | 0/1 passed |" in md
+    assert "| 2 failed, 2 passed, 1 skipped, 1 xfailed, 1 xpassed, 3 errors | 0/1 passed |" in md
 
 
 # ---- what a failing test shows ----------------------------------------------------------------

@@ -640,6 +640,17 @@ class Registry:
         with self._lock:
             self._values = self._values | fresh  # a new frozen set: a scrub under way keeps its own
 
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        """Secrets added inside are forgotten when it ends: one test's keys must not scrub the
+        next test's text (a short key's piece at a cut, ``gpu1`` of ``sk-gpu1``, would)."""
+        saved = self._values
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._values = saved
+
     def _current(self) -> _Matcher | None:
         """The scrubber for the secrets known now, built at the first scrub after a change."""
         values = self._values

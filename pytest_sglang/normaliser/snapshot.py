@@ -217,47 +217,7 @@ def _normalise(facts: Facts) -> Snapshot:
         pick.set("sglang_version", (str(version), f"{where_si} version" if info.get("version") else "/v1/loads version"))
 
     # --- capacity ---------------------------------------------------------------------
-    mrr = pick.set(
-        "max_running_requests",
-        (state0.get("effective_max_running_requests_per_dp"), f"{where_si} internal_states[0].effective_max_running_requests_per_dp"),
-        (load0.get("max_running_requests"), "/v1/loads loads[0].max_running_requests"),
-        (capacity.get("max_running_requests") if capacity else None, cap_src),
-        requested=asked("max_running_requests", "max_running_requests"),
-        note="per data-parallel worker",
-    )
-    dp_size = arg("dp_size")[0]
-    if mrr is not None:
-        attn_dp = bool(arg("enable_dp_attention")[0])
-        workers = dp_size if isinstance(dp_size, int) and dp_size > 1 else 1
-        pick.set(
-            "max_running_requests_total",
-            (mrr * workers, f"effective.max_running_requests × dp_size ({workers}{', attention DP' if attn_dp else ''})"),
-        )
-    memory_usage = state0.get("memory_usage")
-    usage: dict[str, Any] = memory_usage if isinstance(memory_usage, dict) else {}
-    pick.set(
-        "max_total_num_tokens",
-        (info.get("max_total_num_tokens"), f"{where_si} max_total_num_tokens"),
-        (usage.get("token_capacity"), f"{where_si} internal_states[0].memory_usage.token_capacity"),
-        (load0.get("max_total_num_tokens"), "/v1/loads loads[0].max_total_num_tokens"),
-        (capacity.get("max_total_num_tokens") if capacity else None, cap_src),
-    )
-    pick.set(
-        "chunked_prefill_size",
-        arg("chunked_prefill_size"),
-        (capacity.get("chunked_prefill_size") if capacity else None, cap_src),
-    )
-    models = bodies.get("models")
-    model_len = None
-    if isinstance(models, dict) and isinstance(models.get("data"), list) and models["data"]:
-        first = models["data"][0]
-        model_len = first.get("max_model_len") if isinstance(first, dict) else None
-    pick.set(
-        "context_len",
-        (model_len, "/v1/models data[0].max_model_len"),
-        (capacity.get("context_len") if capacity else None, cap_src),
-        arg("context_length"),
-    )
+    _capacity(pick, arg, asked, info, state0, load0, capacity, cap_src, where_si, bodies.get("models"))
     _input_limit(pick, info, where_si, arg)
     for name in ("tp_size", "pp_size", "dp_size", "ep_size"):
         pick.set(name, arg(name))
@@ -288,23 +248,7 @@ def _normalise(facts: Facts) -> Snapshot:
     )
 
     # --- model --------------------------------------------------------------------------
-    reported = model_info.architectures
-    archs = [a for a in reported if isinstance(a, str)] if isinstance(reported, list) else []
-    if archs:
-        pick.set("architectures", (archs, f"{facts.where('model_info')} architectures"))
-    if model_info.has_image_understanding is not None or model_info.has_audio_understanding is not None:
-        pick.set(
-            "is_multimodal",
-            (
-                bool(model_info.has_image_understanding or model_info.has_audio_understanding),
-                f"{facts.where('model_info')} has_image_understanding/has_audio_understanding",
-            ),
-        )
-    elif archs:
-        pick.set("is_multimodal", (any(a in knowledge.MULTIMODAL_ARCHS for a in archs), "known multimodal architectures"))
-    if archs or pick.values.get("mamba_cache_size") is not None:
-        hybrid = any(a in knowledge.HYBRID_ARCHS for a in archs) or pick.values.get("mamba_cache_size") is not None
-        pick.set("is_hybrid", (hybrid, "known hybrid (mamba-state) architectures and the mamba cache"))
+    _model(pick, model_info, facts.where("model_info"))
 
     # --- hardware -----------------------------------------------------------------------
     _gpus(pick, facts, loads, arg, warnings)
@@ -333,6 +277,74 @@ def _normalise(facts: Facts) -> Snapshot:
         launch_command_refused=refused,
         refused=refused_figures,
     )
+
+
+def _capacity(pick: _Pick, arg: Any, asked: Any, info: dict[str, Any], state0: dict[str, Any], load0: dict[str, Any],
+              capacity: dict[str, Any] | None, cap_src: str, where_si: str, models: Any) -> None:
+    """Running requests (per data-parallel worker and in all), the KV pool, chunked prefill and
+    the context length: the scheduler's figures first, then /v1/loads, then its capacity line."""
+    mrr = pick.set(
+        "max_running_requests",
+        (state0.get("effective_max_running_requests_per_dp"), f"{where_si} internal_states[0].effective_max_running_requests_per_dp"),
+        (load0.get("max_running_requests"), "/v1/loads loads[0].max_running_requests"),
+        (capacity.get("max_running_requests") if capacity else None, cap_src),
+        requested=asked("max_running_requests", "max_running_requests"),
+        note="per data-parallel worker",
+    )
+    dp_size = arg("dp_size")[0]
+    if mrr is not None:
+        attn_dp = bool(arg("enable_dp_attention")[0])
+        workers = dp_size if isinstance(dp_size, int) and dp_size > 1 else 1
+        pick.set(
+            "max_running_requests_total",
+            (mrr * workers, f"effective.max_running_requests × dp_size ({workers}{', attention DP' if attn_dp else ''})"),
+        )
+    memory_usage = state0.get("memory_usage")
+    usage: dict[str, Any] = memory_usage if isinstance(memory_usage, dict) else {}
+    pick.set(
+        "max_total_num_tokens",
+        (info.get("max_total_num_tokens"), f"{where_si} max_total_num_tokens"),
+        (usage.get("token_capacity"), f"{where_si} internal_states[0].memory_usage.token_capacity"),
+        (load0.get("max_total_num_tokens"), "/v1/loads loads[0].max_total_num_tokens"),
+        (capacity.get("max_total_num_tokens") if capacity else None, cap_src),
+    )
+    pick.set(
+        "chunked_prefill_size",
+        arg("chunked_prefill_size"),
+        (capacity.get("chunked_prefill_size") if capacity else None, cap_src),
+    )
+    model_len = None
+    if isinstance(models, dict) and isinstance(models.get("data"), list) and models["data"]:
+        first = models["data"][0]
+        model_len = first.get("max_model_len") if isinstance(first, dict) else None
+    pick.set(
+        "context_len",
+        (model_len, "/v1/models data[0].max_model_len"),
+        (capacity.get("context_len") if capacity else None, cap_src),
+        arg("context_length"),
+    )
+
+
+def _model(pick: _Pick, model_info: ModelInfo, where: str) -> None:
+    """The architectures, and whether the model is multimodal or hybrid (the server's answer,
+    else the known architecture lists)."""
+    reported = model_info.architectures
+    archs = [a for a in reported if isinstance(a, str)] if isinstance(reported, list) else []
+    if archs:
+        pick.set("architectures", (archs, f"{where} architectures"))
+    if model_info.has_image_understanding is not None or model_info.has_audio_understanding is not None:
+        pick.set(
+            "is_multimodal",
+            (
+                bool(model_info.has_image_understanding or model_info.has_audio_understanding),
+                f"{where} has_image_understanding/has_audio_understanding",
+            ),
+        )
+    elif archs:
+        pick.set("is_multimodal", (any(a in knowledge.MULTIMODAL_ARCHS for a in archs), "known multimodal architectures"))
+    if archs or pick.values.get("mamba_cache_size") is not None:
+        hybrid = any(a in knowledge.HYBRID_ARCHS for a in archs) or pick.values.get("mamba_cache_size") is not None
+        pick.set("is_hybrid", (hybrid, "known hybrid (mamba-state) architectures and the mamba cache"))
 
 
 def _launch(info: dict[str, Any], where_si: str, host: Any) -> tuple[str | None, str | None]:

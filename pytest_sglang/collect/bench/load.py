@@ -43,21 +43,20 @@ import importlib
 import json
 import math
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import wait as futures_wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pytest_sglang.base.errors import SGLangError, SpecError
 from pytest_sglang.base.secrets import clip, scrub
-from pytest_sglang.model.bench import MAX_TOKENS, BenchResult, LevelResult, RequestRecord, ServerLoad, Validity
+from pytest_sglang.model.bench import MAX_TOKENS, BenchResult, LevelResult, RequestRecord
 from pytest_sglang.collect.bench.stats import SLO, level_result
 from pytest_sglang.collect.bench.validity import ClientFigures, ClientLimits, client_validity
 from pytest_sglang.collect.bench.watch import _MetricsWatch, read_load  # noqa: F401  (read_load: the module's former home)

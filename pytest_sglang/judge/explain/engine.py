@@ -368,8 +368,8 @@ def _readable(rule: Rule, situation: Situation) -> str:
             value = situation.lookup(name)
             if not is_unknown(value):
                 text = text.replace(name, short_repr(value))
-    for prefix, shown in (("runtime.mamba_cache_size", "max_mamba_cache_size"), ("runtime.", ""), ("effective.", ""), ("arg.", ""), ("requested.", "")):
-        text = text.replace(prefix, shown)
+    for prefix, plain in (("runtime.mamba_cache_size", "max_mamba_cache_size"), ("runtime.", ""), ("effective.", ""), ("arg.", ""), ("requested.", "")):
+        text = text.replace(prefix, plain)
     if _SIMPLE.fullmatch(text.strip()) and "derived." not in text:
         return text.strip()
     if rule.value_words:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def open_targets(specs: Sequence[HostSpec], options: TargetOptions | None = None) -> dict[str, Target | SGLangError]:
     """Open every spec at once, one thread per host. Each host keeps its own result: a
     :class:`~pytest_sglang.target.target.Target`, or the one-line error that host raised."""
-    from pytest_sglang.target.target import Target, open_target
+    from pytest_sglang.target.target import Target, open_target  # noqa: F401  (Target: the annotation below)
 
     def one(spec: HostSpec) -> Target | SGLangError:
         try:
