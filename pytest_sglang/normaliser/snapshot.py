@@ -373,7 +373,7 @@ def _input_limit(pick: _Pick, info: dict[str, Any], where_si: str, arg: Any) -> 
     context, tokens = pick.values.get("context_len"), pick.values.get("max_total_num_tokens")
     predicted: int | None = None
     if isinstance(context, int) and isinstance(tokens, int) and context > 0 and tokens > 0:
-        special = [n for n in ("dllm_algorithm", "dcp_size", "attn_dcp_size") if arg(n)[0] not in (None, 0, 1)]
+        special = [n for n in knowledge.MAX_REQ_INPUT_LEN_EXCEPTIONS if arg(n)[0] not in (None, 0, 1)]
         predicted = None if special else max(knowledge.max_req_input_len(context, tokens), 0)
     reported = info.get("max_req_input_len")
     value = pick.set(

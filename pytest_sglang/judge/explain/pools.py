@@ -567,7 +567,7 @@ def _input_limit(situation: Situation, figures: dict[str, Bound], unknown: dict[
     """The longest prompt the server accepts, as every release's TP worker computes it:
     ``min(context_len - 1, KV pool - 1) - 5`` (a pool smaller than the context length caps it)."""
     context, tokens = figures.get("context_len"), figures.get("max_total_num_tokens")
-    for name, why in (("dllm_algorithm", "a diffusion LLM's block"), ("dcp_size", "decode context parallelism"), ("attn_dcp_size", "decode context parallelism")):
+    for name, why in knowledge.MAX_REQ_INPUT_LEN_EXCEPTIONS.items():
         value = situation.effective_value(name)
         if not is_unknown(value) and value not in (None, 0, 1):
             unknown["max_req_input_len"] = f"{why} ({name}) changes the TP worker's input limit, which is not sized here"

@@ -51,6 +51,13 @@ def max_req_input_len(context_len: _Figure, max_total_num_tokens: _Figure) -> _F
 
 
 MAX_REQ_INPUT_LEN_FORMULA = "min(context_len - 1, max_total_num_tokens - 1) - 5, the TP worker's formula"
+# Settings under which the TP worker sizes the longest prompt otherwise (any value but None, 0
+# or 1): the formula above does not apply, and why.
+MAX_REQ_INPUT_LEN_EXCEPTIONS = {
+    "dllm_algorithm": "a diffusion LLM's block",
+    "dcp_size": "decode context parallelism",
+    "attn_dcp_size": "decode context parallelism",
+}
 
 
 FLASHINFER_ALLREDUCE_FUSION_GATE = (
