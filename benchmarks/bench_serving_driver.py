@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.collect.bench.bench_serving import load_bench_serving
 from pytest_sglang.model.bench import BenchResult
-from pytest_sglang.base.errors import SGLangError
 
 DEFAULT_VENV = Path.home() / ".cache" / "pytest-sglang" / "sglang-0.5.23"
 DEFAULT_TOKENIZER = Path.home() / ".cache" / "pytest-sglang" / "models" / "tiny-llama"

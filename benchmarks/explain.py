@@ -17,18 +17,16 @@ knowledge base loaded; every later one only looks up).
 
 from __future__ import annotations
 
+import json
 import statistics
 import subprocess
 import sys
-import time
-
-from pytest_sglang import connect
-import json
 import tempfile
+import time
 from pathlib import Path
 
-from pytest_sglang.judge.explain import engine
-from pytest_sglang.judge.explain import kb
+from pytest_sglang import connect
+from pytest_sglang.judge.explain import engine, kb
 from pytest_sglang.judge.explain.api import explain, explain_launch
 from pytest_sglang.judge.explain.cause import causes
 from pytest_sglang.judge.explain.situation import from_target

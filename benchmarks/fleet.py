@@ -29,12 +29,12 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from pytest_sglang.collect.http import HttpClient
 from pytest_sglang.base.errors import SGLangError
+from pytest_sglang.collect.http import HttpClient
 from pytest_sglang.judge.fleet import documents, drift, open_targets
 from pytest_sglang.simulator.launcher import shutdown_shared_simulator
 from pytest_sglang.simulator.profile import load_profile

@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from testhost import missing_requirements, start_test_host  # noqa: E402
 
 from pytest_sglang.collect.host import HostOptions, collect_host  # noqa: E402
-from pytest_sglang.parse.logs import LogSource  # noqa: E402
 from pytest_sglang.collect.shell.ssh import SSHShell  # noqa: E402
+from pytest_sglang.parse.logs import LogSource  # noqa: E402
 
 
 class CountingShell(SSHShell):

@@ -244,8 +244,7 @@ def main() -> None:
     else:
         drawn = True
     imported = time.perf_counter() - start
-    from pytest_sglang.render.report import html
-    from pytest_sglang.render.report import markdown
+    from pytest_sglang.render.report import html, markdown
 
     print(f"report extra (leather) installed: {drawn}" + (f"; its import: {imported:.3f} s" if drawn else " (pip install '.[report]' for the charts)"))
     for hosts, levels in ((2, 5), (args.hosts, args.levels)):

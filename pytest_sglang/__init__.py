@@ -88,10 +88,10 @@ public_paths(__name__, PUBLIC_PATHS)
 
 if TYPE_CHECKING:
     from pytest_sglang.base.errors import AuthError, NotReadyError, ParseError, SGLangError, SpecError, TargetError
-    from pytest_sglang.model.facts import Facts
     from pytest_sglang.model.config import Effective, ModelInfo, Provenance, ServerArgs
+    from pytest_sglang.model.facts import Facts
     from pytest_sglang.normaliser.snapshot import Snapshot, normalise
     from pytest_sglang.parse.lines import CapacityLine, StartupLine, parse_capacity_line, parse_startup_line
-    from pytest_sglang.target.spec import HostSpec, parse_spec
     from pytest_sglang.target.options import TargetOptions
+    from pytest_sglang.target.spec import HostSpec, parse_spec
     from pytest_sglang.target.target import Target, connect

@@ -1,15 +1,16 @@
 from __future__ import annotations
 
 import json
-import pytest
 
 # Loaded here, before any in-process pytester run: pytester drops the modules first imported
 # inside a run, and the plugin imports its HTTP and SSH stacks lazily (a re-imported
 # http.cookiejar or cryptography backend would no longer match what requests and paramiko hold).
 import paramiko  # noqa: F401
-import pytest_sglang.target.target  # noqa: F401
+import pytest
 from support import Canned, artefact
 from testhost import clean_test_host, test_host  # noqa: F401  (one session-wide test host for every module)
+
+import pytest_sglang.target.target  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

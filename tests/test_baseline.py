@@ -18,8 +18,7 @@ def _not_in_ci(monkeypatch):
     monkeypatch.delenv("CI", raising=False)
 
 
-from pytest_sglang.judge.baseline import Policy, PolicyError
-from pytest_sglang.judge.baseline import compare
+from pytest_sglang.judge.baseline import Policy, PolicyError, compare
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"

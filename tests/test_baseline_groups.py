@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_sglang import connect
-from pytest_sglang.judge.baseline import Policy
-from pytest_sglang.judge.baseline import document
+from pytest_sglang.judge.baseline import Policy, document
 from pytest_sglang.judge.baseline.compare import _ANCESTORS, SAME_SETTING, changes, compare
 from pytest_sglang.judge.fleet import drift
 from pytest_sglang.render.report.document import baseline_diffs

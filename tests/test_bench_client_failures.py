@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 from pytest_sglang.collect.bench import load as load_module
 from pytest_sglang.collect.bench import wire as wire_module
 from pytest_sglang.collect.bench.load import LoadSpec, load_spec, run_load
-from pytest_sglang.model.bench import BenchResult, LevelResult, RequestRecord
 from pytest_sglang.collect.bench.wire import WireClient, WireError, merge_headers
+from pytest_sglang.model.bench import BenchResult, LevelResult, RequestRecord
 
 KEY = "sk-client-test-0123456789abcdef"
 

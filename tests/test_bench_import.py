@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from pytest_sglang.base.errors import SpecError
 from pytest_sglang.collect.bench.bench_serving import (
     BenchServingImportError,
     load_bench_serving,
@@ -29,7 +30,6 @@ from pytest_sglang.collect.bench.bench_serving import (
 )
 from pytest_sglang.judge.bench.expect import judge
 from pytest_sglang.model.bench import BenchResult, LevelResult
-from pytest_sglang.base.errors import SpecError
 
 DATA = Path(__file__).parent / "data"
 CORPUS = sorted((DATA / "corpus" / "bench_serving").glob("*.txt"))

@@ -27,11 +27,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_sglang.base.errors import SpecError
 from pytest_sglang.collect.bench import load as load_module
 from pytest_sglang.collect.bench.load import ClientLimits, LoadGenerator, LoadSpec, load_spec, read_load, request_bodies, run_load
-from pytest_sglang.model.bench import RequestRecord
 from pytest_sglang.collect.bench.stats import SLO, level_result, peak_in_flight, percentile, summarise
-from pytest_sglang.base.errors import SpecError
+from pytest_sglang.model.bench import RequestRecord
 from pytest_sglang.simulator.launcher import SimProcess, start_simulator
 from pytest_sglang.simulator.profile import load_profile
 

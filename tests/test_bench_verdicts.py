@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_sglang.collect.bench.stats import percentile
 from pytest_sglang.judge.bench.api import BenchFailed, BenchInconclusive, expect
 from pytest_sglang.judge.bench.expect import close_metrics, judge, known_metrics, server_ttft_floor
 from pytest_sglang.model.bench import BenchResult, LevelResult, ServerLoad, Stat, Validity
-from pytest_sglang.collect.bench.stats import percentile
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from pytest_sglang import connect
-from pytest_sglang.render.capture import FORMAT, read_capture, safe_file_name, write_capture
 from pytest_sglang.base.errors import SpecError
-from support import ROOT
+from pytest_sglang.render.capture import FORMAT, read_capture, safe_file_name, write_capture
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"

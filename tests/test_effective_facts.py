@@ -11,9 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import artefact
+
 from pytest_sglang import Facts, normalise
 from pytest_sglang.model import knowledge
 from pytest_sglang.model.config import Effective

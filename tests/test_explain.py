@@ -9,13 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import artefact, corpus_files, corpus_text
 
 from pytest_sglang import connect
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.judge.explain import Explanation, explain, explain_launch
 from pytest_sglang.simulator.profile import load_profile
-
-from support import artefact, corpus_files, corpus_text
 
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"

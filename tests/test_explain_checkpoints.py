@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from support import ROOT, artefact
 
 from pytest_sglang import connect
 from pytest_sglang.judge.explain import explain, explain_launch
@@ -18,8 +19,6 @@ from pytest_sglang.judge.explain.checkpoint import match_model_path
 from pytest_sglang.judge.explain.checkpoint_table import families, markdown
 from pytest_sglang.judge.explain.kb import load
 from pytest_sglang.model.knowledge.checkpoints import FILE, catalog, checkpoint
-
-from support import ROOT, artefact
 
 DATA = json.loads((ROOT / "pytest_sglang" / "model" / "knowledge" / FILE).read_text())
 MODELS = ROOT / "pytest_sglang" / "model" / "knowledge" / "models"

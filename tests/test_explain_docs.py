@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang.judge.explain import load
-from pytest_sglang.judge.explain import catalog
+from pytest_sglang.judge.explain import catalog, load
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"```console\n\$ (pytest-sglang (?:[^\n]*\\\n)*[^\n]*)\n(.*?)```", re.S)

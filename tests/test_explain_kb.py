@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from pytest_sglang.judge.explain import explain_launch, load
-from pytest_sglang.judge.explain.expr import ExpressionError, MappingScope, Unknown, compile_expression
 from pytest_sglang.judge.explain import kb as kb_module
-from pytest_sglang.model import knowledge as _knowledge
+from pytest_sglang.judge.explain.expr import ExpressionError, MappingScope, Unknown, compile_expression
 from pytest_sglang.judge.explain.kb import KnowledgeError, load_from
+from pytest_sglang.model import knowledge as _knowledge
 
 KNOWLEDGE_DIR = Path(_knowledge.__file__).parent  # the knowledge base's data: rule files, lists, flag tables
 

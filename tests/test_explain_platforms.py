@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from packaging.version import Version
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from packaging.version import Version
 
 from pytest_sglang import connect
 from pytest_sglang.judge.explain import explain, explain_launch, load

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sglang.judge.explain import explain_launch
-from pytest_sglang.model import knowledge as _knowledge
 from pytest_sglang.judge.explain.kb import KnowledgeError, load_from
 from pytest_sglang.judge.explain.releases import span
+from pytest_sglang.model import knowledge as _knowledge
 from pytest_sglang.parse.launch import parse_launch_command, table_versions
 
 KNOWLEDGE_DIR = Path(_knowledge.__file__).parent  # the knowledge base's data: rule files, lists, flag tables

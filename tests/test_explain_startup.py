@@ -14,18 +14,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import artefact, corpus_files, corpus_text
 
 from pytest_sglang import connect
 from pytest_sglang.base.errors import ParseError, SpecError
 from pytest_sglang.judge.explain import StartupExplanation, explain, explain_startup_line
 from pytest_sglang.judge.explain.startup import release_defaults
-from pytest_sglang.render.explain import text
 from pytest_sglang.model.config import Effective, ServerArgs
+from pytest_sglang.render.explain import text
 from pytest_sglang.render.values import values_read
 from pytest_sglang.simulator.host import simulated_host
 from pytest_sglang.simulator.profile import load_profile
-
-from support import artefact, corpus_files, corpus_text
 
 DATA = Path(__file__).parent / "data"
 CANDIDATE_PROFILE = "qwen35-122b-a10b-4xrtx6000-candidate"

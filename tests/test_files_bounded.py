@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 
 import pytest
-
 from support import fails_if_blocked
+
 from pytest_sglang.base import files as _files
-from pytest_sglang.judge.baseline.store import BENCH_SUFFIX, MAX_PLAIN_KEY_BYTES, NAME_MAX_BYTES, baseline_file, key_file_stem
 from pytest_sglang.cli.main import main
+from pytest_sglang.judge.baseline.store import BENCH_SUFFIX, MAX_PLAIN_KEY_BYTES, NAME_MAX_BYTES, baseline_file, key_file_stem
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"

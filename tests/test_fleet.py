@@ -13,8 +13,8 @@ import pytest
 import pytest_sglang.simulator
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.judge.fleet import documents, drift, open_targets
-from pytest_sglang.target.spec import parse_spec
 from pytest_sglang.target import target as target_module
+from pytest_sglang.target.spec import parse_spec
 from pytest_sglang.target.target import Target
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"

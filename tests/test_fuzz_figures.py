@@ -45,8 +45,8 @@ import hypothesis
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from support import DATA, Canned, artefact, property_settings
+
 from pytest_sglang.cli.main import main as cli
 from pytest_sglang.collect.bench.bench_serving import BenchServingImportError, load_bench_serving
 from pytest_sglang.collect.bench.stats import level_result

@@ -371,8 +371,7 @@ PLANTED = st.lists(
 
 
 def test_writers_write_only_their_file_inside_the_folder() -> None:
-    from pytest_sglang.judge.baseline.store import BENCH_SUFFIX, baseline_file
-    from pytest_sglang.judge.baseline.store import write_baseline
+    from pytest_sglang.judge.baseline.store import BENCH_SUFFIX, baseline_file, write_baseline
     from pytest_sglang.plugin.bench_session import locked
 
     @settings(40)

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from pytest_sglang.collect.http import HttpClient, collect_http
-from pytest_sglang.base.errors import SGLangError
 from test_http_read_path import RawServer, no_piece_of
+
+from pytest_sglang.base.errors import SGLangError
+from pytest_sglang.collect.http import HttpClient, collect_http
 
 KEY = "sk-FuZz-7Qx9-SECRETkey-Wv3Lm8Np"
 TIMEOUT = 2.0

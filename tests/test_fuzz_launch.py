@@ -19,14 +19,14 @@ import shlex
 import time
 
 import pytest
+from support import property_settings
 
-from pytest_sglang.parse.shellwords import ShellSyntaxError, simple_commands
 from pytest_sglang.base.errors import SGLangError, SpecError
 from pytest_sglang.model.facts import Endpoint, Facts
-from pytest_sglang.parse.launch import parse_launch_command, split_command
 from pytest_sglang.normaliser.snapshot import normalise
+from pytest_sglang.parse.launch import parse_launch_command, split_command
 from pytest_sglang.parse.redact import MAX_COMMAND, redact_command, redact_mapping
-from support import property_settings
+from pytest_sglang.parse.shellwords import ShellSyntaxError, simple_commands
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

@@ -40,9 +40,9 @@ from typing import Any, Callable
 from urllib.parse import quote, quote_plus, unquote
 
 import pytest
+from support import property_settings
 
 from pytest_sglang.base.secrets import ELLIPSIS, MIN_LENGTH, REDACTED, Registry, clip, fold, forms, scrub
-from support import property_settings
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

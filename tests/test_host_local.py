@@ -9,12 +9,12 @@ import time
 import uuid
 
 import pytest
-
 from support import artefact
+
 from pytest_sglang.base.errors import TargetError
 from pytest_sglang.collect.host import HostOptions, collect_host, parse_output
-from pytest_sglang.parse.logs import LogSource
 from pytest_sglang.collect.shell.local import LocalShell
+from pytest_sglang.parse.logs import LogSource
 
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
 NEW = "sim://qwen35-122b-a10b-4xrtx6000-0.5.23"

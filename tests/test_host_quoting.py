@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from support import property_settings
+
 from pytest_sglang.base.errors import SpecError, TargetError
 from pytest_sglang.collect.host import HostOptions, assignments, collection_script, parse_output, script_values
 from pytest_sglang.parse.logs import LogSource

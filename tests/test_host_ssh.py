@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
+from testhost import API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN, OLD_DRIVER_CASE, OLD_DRIVER_COMPUTE_CAP, STANDIN_PORT
 
 from pytest_sglang import TargetError
 from pytest_sglang.collect.host import HostOptions, collect_host
-from pytest_sglang.parse.logs import LogSource, SGLangLogs
 from pytest_sglang.collect.shell.ssh import SSHShell
+from pytest_sglang.parse.logs import LogSource, SGLangLogs
 from pytest_sglang.simulator import load_profile
-from testhost import API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN, OLD_DRIVER_CASE, OLD_DRIVER_COMPUTE_CAP, STANDIN_PORT
 
 SECRETS = (API_KEY_JOURNAL, API_KEY_PROCESS, HF_TOKEN)
 

@@ -22,16 +22,16 @@ import time
 from pathlib import Path
 
 import pytest
-
-from pytest_sglang.parse.shellwords import Command, ShellSyntaxError, simple_commands, split_words
-from pytest_sglang.base.errors import SpecError, TargetError
-from pytest_sglang.model.facts import Endpoint, Facts
-from pytest_sglang.parse.launch import MAX_SECRET_VALUES, parse_launch_command
-from pytest_sglang.normaliser.snapshot import normalise
-from pytest_sglang.parse.redact import MAX_COMMAND, REDACTED, is_refused_command, redact_command, redact_mapping
-from pytest_sglang.base.secrets import collecting
-from pytest_sglang.target.spec import parse_spec
 from support import property_settings
+
+from pytest_sglang.base.errors import SpecError, TargetError
+from pytest_sglang.base.secrets import collecting
+from pytest_sglang.model.facts import Endpoint, Facts
+from pytest_sglang.normaliser.snapshot import normalise
+from pytest_sglang.parse.launch import MAX_SECRET_VALUES, parse_launch_command
+from pytest_sglang.parse.redact import MAX_COMMAND, REDACTED, is_refused_command, redact_command, redact_mapping
+from pytest_sglang.parse.shellwords import Command, ShellSyntaxError, simple_commands, split_words
+from pytest_sglang.target.spec import parse_spec
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

@@ -34,14 +34,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from support import fails_if_blocked, property_settings
 
 from pytest_sglang.base import files as _files
 from pytest_sglang.base import secrets
-from pytest_sglang.plugin.baseline import respell_update_option
-from pytest_sglang.cli.main import main, seconds
 from pytest_sglang.base.errors import SpecError
+from pytest_sglang.cli.main import main, seconds
+from pytest_sglang.plugin.baseline import respell_update_option
 from pytest_sglang.target.options import MAX_SECONDS, NumberProblem, TargetOptions, checked_number
-from support import fails_if_blocked, property_settings
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
@@ -574,8 +574,8 @@ def test_a_registry_filled_a_secret_at_a_time_scrubs_as_one_filled_at_once(value
 
 def test_a_secret_value_starting_with_a_dash_is_hidden_everywhere() -> None:
     from pytest_sglang.model.facts import Endpoint, Facts
-    from pytest_sglang.parse.launch import parse_launch_command
     from pytest_sglang.normaliser.snapshot import normalise
+    from pytest_sglang.parse.launch import parse_launch_command
     from pytest_sglang.parse.redact import redact_command, redact_mapping
 
     command = "python -m sglang.launch_server --model-path m --api-key -abc123secret --tp 2"

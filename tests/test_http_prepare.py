@@ -16,9 +16,9 @@ import pytest
 import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_http_read_path import RawServer
 
 from pytest_sglang.collect.http import HttpClient
-from test_http_read_path import RawServer
 
 NAMES = st.sampled_from(["Accept", "X-Trace", "x-trace", "User-Agent", "Authorization", "X-Empty"])
 VALUES = st.one_of(st.none(), st.text(alphabet="abcXYZ019-_/ ", min_size=1, max_size=12).map(str.strip).filter(bool))

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sglang.base.errors import NotReadyError, SGLangError, TargetError
 from pytest_sglang.collect import _body
 from pytest_sglang.collect.http import BODY_CAPS, CONFIG_BODY, HttpClient, collect_http
-from pytest_sglang.base.errors import NotReadyError, SGLangError, TargetError
 from pytest_sglang.simulator.launcher import SimProcess, start_simulator
 
 KEY = "sk-MY-SECRET-KEY-0123456789abcdef"

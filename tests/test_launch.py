@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from support import corpus_files, corpus_text
+
 from pytest_sglang import Facts, normalise
 from pytest_sglang.model.facts import Endpoint
 from pytest_sglang.parse.launch import parse_launch_command, split_command

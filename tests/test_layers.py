@@ -8,6 +8,7 @@ import ast
 import re
 import subprocess
 import sys
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - 3.10

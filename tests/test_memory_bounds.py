@@ -20,8 +20,8 @@ from typing import Any, Callable
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from support import DATA, ROOT, corpus_files, corpus_text, property_settings
+
 from pytest_sglang import parse_startup_line
 from pytest_sglang.cli.main import main
 from pytest_sglang.parse import lines as lines_module

@@ -6,8 +6,8 @@ import copy
 import json
 
 import pytest
-
 from support import artefact
+
 from pytest_sglang import Facts, ServerArgs, normalise
 from pytest_sglang.model.facts import Endpoint, GpuFact, HostFacts
 from pytest_sglang.parse.redact import redact_mapping

@@ -7,9 +7,9 @@ import copy
 import json
 
 import pytest
-
 from support import artefact, property_settings
 from test_normalise import as_0512_era, facts_of
+
 from pytest_sglang import normalise
 from pytest_sglang.model.config import Effective
 from pytest_sglang.model.numbers import checked_copy

@@ -8,15 +8,15 @@ import json
 import shlex
 
 import pytest
-
 from support import property_settings
+
 from pytest_sglang import parse_startup_line
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.collect.host import MARK, HostOptions, parse_output
-from pytest_sglang.parse.launch import parse_launch_command
-from pytest_sglang.parse.logs import LogSource, SGLangLogs
-from pytest_sglang.parse.lines import parse_capacity_line
 from pytest_sglang.collect.shell.ssh import Destination
+from pytest_sglang.parse.launch import parse_launch_command
+from pytest_sglang.parse.lines import parse_capacity_line
+from pytest_sglang.parse.logs import LogSource, SGLangLogs
 from pytest_sglang.target.spec import parse_spec
 
 hypothesis = pytest.importorskip("hypothesis")

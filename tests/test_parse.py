@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from support import corpus_files, corpus_text
+
 from pytest_sglang import ParseError, parse_capacity_line, parse_startup_line
 from pytest_sglang.parse.lines import RawValue
 

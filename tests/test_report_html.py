@@ -18,16 +18,14 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import ROOT, property_settings
 
 from pytest_sglang.base import secrets
 from pytest_sglang.cli.main import main
-from pytest_sglang.render.report import charts
-from pytest_sglang.render.report import escape
+from pytest_sglang.render.report import charts, escape, markdown
 from pytest_sglang.render.report import html as html_report
-from pytest_sglang.render.report import markdown
 from pytest_sglang.render.report.schema import validate
 from pytest_sglang.render.report.series import groups
-from support import ROOT, property_settings
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"

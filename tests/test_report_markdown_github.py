@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from support import ROOT
 
 from pytest_sglang.cli.main import main
 from pytest_sglang.render.report import markdown
 from pytest_sglang.render.report.schema import validate
-from support import ROOT
 
 cmarkgfm = pytest.importorskip("cmarkgfm", reason="the test extra: pip install -e '.[test]'")
 from cmarkgfm.cmark import Options  # noqa: E402

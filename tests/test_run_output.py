@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from support import missing_packages_note, missing_packages_summary, packages_in_skip_reason
 
 TESTS = Path(__file__).resolve().parent

@@ -28,8 +28,9 @@ import pytest
 # End-to-end runs through every output (about a minute): the slow tier (--slow, --real-sglang).
 pytestmark = pytest.mark.slow
 
-from pytest_sglang.base.secrets import ELLIPSIS, REDACTED, clip, scrub
 from support import artefact
+
+from pytest_sglang.base.secrets import ELLIPSIS, REDACTED, clip, scrub
 
 FRAGMENT = 6
 KEY = "MY-SECRET-KEY"  # the issue's: 13 of its 17 characters ("Bearer MY-SECRET-K") used to show

@@ -18,19 +18,19 @@ import re
 import shlex
 import subprocess
 import sys
-import textwrap
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from support import ROOT, property_settings
 
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.cli.main import main as cli_main
 from pytest_sglang.judge.explain.api import explain_launch
 from pytest_sglang.parse.launch import parse_launch_command, split_command
 from pytest_sglang.parse.shellscript import MIN_BUDGET, is_unresolved
-from support import ROOT, property_settings
 
 DOCS = ROOT / "docs"
 LAUNCH = "python -m sglang.launch_server"

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from support import shape_differences
+
 from pytest_sglang.simulator import load_profile
 from pytest_sglang.simulator.server import SimServer
 

@@ -15,11 +15,10 @@ from typing import Any
 import aiohttp
 import pytest
 import requests
+from test_sim_fidelity import REAL
 
 from pytest_sglang.simulator import load_profile
 from pytest_sglang.simulator.server import SimServer
-
-from test_sim_fidelity import REAL
 
 BASELINE = "qwen35-122b-a10b-4xrtx6000-baseline"  # effective cap 48
 CANDIDATE = "qwen35-122b-a10b-4xrtx6000-candidate"  # effective cap 26

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 import requests
+from support import gone_within, process_running
 
 import pytest_sglang.simulator
 from pytest_sglang.base.errors import TargetError
 from pytest_sglang.simulator.launcher import SimProcess, begin_simulator, start_simulator
-from support import gone_within, process_running
 
 BASELINE = "qwen35-122b-a10b-4xrtx6000-baseline"  # 0.5.12, metrics on
 CANDIDATE = "qwen35-122b-a10b-4xrtx6000-candidate"

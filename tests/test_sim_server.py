@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 import requests
-
 from support import artefact, gone_within, process_running
 
 from pytest_sglang.simulator.profile import Profile, SimPerformance, bundled_profiles, load_profile

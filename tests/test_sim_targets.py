@@ -6,7 +6,6 @@ import shutil
 
 import pytest
 import requests
-
 from support import ROOT
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
@@ -200,6 +199,7 @@ def test_the_simulators_generate_answer_has_the_real_servers_shape():
     import json
 
     from support import artefact
+
     from pytest_sglang import connect
 
     real = json.loads(artefact("generate_response.json").split("\nhttp=")[0])

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from testhost import (
     API_KEY_JOURNAL,
     HF_TOKEN,

@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, strategies as st
-
+from hypothesis import given
+from hypothesis import strategies as st
 from support import fails_if_blocked, property_settings
+
 from pytest_sglang.cli.main import main
 from pytest_sglang.plugin.report import PLACEHOLDER_REASON, placeholder_document
 from pytest_sglang.render.report.schema import validate

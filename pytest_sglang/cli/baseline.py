@@ -180,9 +180,7 @@ def run_diff(args: argparse.Namespace) -> int:
 def run_baseline(args: argparse.Namespace) -> int:
     from pytest_sglang.judge.baseline.compare import Policy, changes, summary
     from pytest_sglang.judge.baseline.document import default_key, document, safe_name
-    from pytest_sglang.judge.baseline.store import missing_line
-    from pytest_sglang.judge.baseline.store import baseline_file, ci_set, key_problem
-    from pytest_sglang.judge.baseline.store import content_changed, file_content, load_baseline, write_baseline
+    from pytest_sglang.judge.baseline.store import baseline_file, ci_set, content_changed, file_content, key_problem, load_baseline, missing_line, write_baseline
 
     if args.force and not args.update:
         raise SpecError("--force is for --update")

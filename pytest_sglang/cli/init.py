@@ -32,8 +32,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pytest_sglang.judge.baseline.store import ci_set
     from pytest_sglang.cli.main import connect_target
+    from pytest_sglang.judge.baseline.store import ci_set
     from pytest_sglang.render.starter import exists_line, generate, suite_values, write
 
     out = Path(args.output)
@@ -75,8 +75,7 @@ def _baseline_exists_line(path: Path) -> str:
 
 def _baseline(target: Any, directory: Path) -> tuple[Path, str, dict[str, Any]]:
     """Where the host's baseline goes (its default key's file), the key, and the document."""
-    from pytest_sglang.judge.baseline import default_key
-    from pytest_sglang.judge.baseline import document
+    from pytest_sglang.judge.baseline import default_key, document
     from pytest_sglang.judge.baseline.store import baseline_file
 
     doc = document(target)

@@ -19,11 +19,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pytest_sglang.base.version import __version__
-from pytest_sglang.base.files import DEFAULT_MAX_DEPTH, FileError, MiB, MissingFileError, check_nesting, read_text
 from pytest_sglang.base.errors import SpecError
-from pytest_sglang.model.facts import FACTS_FORMAT, Facts
+from pytest_sglang.base.files import DEFAULT_MAX_DEPTH, FileError, MiB, MissingFileError, check_nesting, read_text
 from pytest_sglang.base.secrets import clip
+from pytest_sglang.base.version import __version__
+from pytest_sglang.model.facts import FACTS_FORMAT, Facts
 
 FORMAT = "pytest-sglang-capture/1"
 _FORMAT_PREFIX = "pytest-sglang-capture/"

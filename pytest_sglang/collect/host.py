@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 from pytest_sglang.base.errors import SpecError, TargetError
 from pytest_sglang.base.settings import setting
-from pytest_sglang.model.facts import GpuFact, HostFacts
-from pytest_sglang.parse.logs import KEEP, PREVIOUS_RUN, STARTUP, LogSource, SGLangLogs, current_run
-from pytest_sglang.parse.lines import clean_line
-from pytest_sglang.parse.redact import redact_command, redact_log_line
 from pytest_sglang.collect.shell import Shell
+from pytest_sglang.model.facts import GpuFact, HostFacts
+from pytest_sglang.parse.lines import clean_line
+from pytest_sglang.parse.logs import KEEP, PREVIOUS_RUN, STARTUP, LogSource, SGLangLogs, current_run
+from pytest_sglang.parse.redact import redact_command, redact_log_line
 
 MARK = "@@pytest-sglang:"
 EXIT_MARK = "@@pytest-sglang-exit "

@@ -13,11 +13,11 @@ import os
 import time
 import traceback
 from datetime import timedelta
+from http.cookiejar import CookieJar
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
-from http.cookiejar import CookieJar
 from requests.cookies import RequestsCookieJar, cookiejar_from_dict, extract_cookies_to_jar, merge_cookies
 from requests.hooks import dispatch_hook
 from requests.sessions import merge_hooks, merge_setting
@@ -26,11 +26,11 @@ from requests.utils import get_netrc_auth
 from urllib3.util.retry import Retry
 
 from pytest_sglang.base.errors import AuthError, NotReadyError, SpecError, TargetError
+from pytest_sglang.base.secrets import Secret, clip, register, scrub
 from pytest_sglang.base.settings import setting
+from pytest_sglang.collect._body import BodyError, PacedAdapter, deadline, read_body
 from pytest_sglang.model.facts import ENDPOINTS, Endpoint, Facts
 from pytest_sglang.parse.redact import MAX_DEPTH, TooDeep, redact_mapping
-from pytest_sglang.base.secrets import Secret, clip, register, scrub
-from pytest_sglang.collect._body import BodyError, PacedAdapter, deadline, read_body
 
 REQUIRED = ("server_info",)
 # The most of one answer's body pytest-sglang reads, by path (the query left out): SGLang's

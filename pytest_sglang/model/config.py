@@ -9,9 +9,8 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any, Iterator
 
-from typing_extensions import Self
-
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError
+from typing_extensions import Self
 
 from pytest_sglang.base import reads as _reads
 from pytest_sglang.model.numbers import Count, FigureRange

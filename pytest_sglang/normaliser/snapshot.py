@@ -11,16 +11,16 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from pytest_sglang.base import reads as _reads
-from pytest_sglang.model import knowledge
+from pytest_sglang.base.errors import SpecError, TargetError
 from pytest_sglang.base.settings import setting
 from pytest_sglang.base.text import short_repr
-from pytest_sglang.base.errors import SpecError, TargetError
+from pytest_sglang.model import knowledge
+from pytest_sglang.model.config import Effective, ModelInfo, Provenance, ServerArgs
 from pytest_sglang.model.facts import SERVER_INFO_EXTRA_KEYS, Facts
 from pytest_sglang.model.gpu import sm_from_capability, sm_from_name
 from pytest_sglang.model.numbers import checked_copy, field_range
 from pytest_sglang.parse.launch import LaunchCommand, parse_launch_command
 from pytest_sglang.parse.logs import SGLangLogs
-from pytest_sglang.model.config import Effective, ModelInfo, Provenance, ServerArgs
 from pytest_sglang.parse.redact import MAX_COMMAND, is_refused_command
 
 SI = "/server_info"

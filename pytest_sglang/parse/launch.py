@@ -17,8 +17,8 @@ import os
 import re
 import shlex
 from bisect import bisect_left
-from decimal import Decimal
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any, Callable, Mapping, Sequence
@@ -26,15 +26,14 @@ from typing import Any, Callable, Mapping, Sequence
 from packaging.version import Version
 
 from pytest_sglang.base.argv import ENV_ASSIGNMENT, option_like
-from pytest_sglang.parse.listforms import ListForm, read_list_form
-from pytest_sglang.parse.shellwords import ShellSyntaxError, split_words
-from pytest_sglang.parse.shellscript import Command, ExpansionTooLarge, Script, is_unresolved, literal_words, plain, read_script, reason, shell_word, unmarked, unresolved_parts, why
 from pytest_sglang.base.errors import SpecError
-from pytest_sglang.base.secrets import forms
+from pytest_sglang.base.secrets import clip, forms
 from pytest_sglang.model.versions import nearest_release, parse_version
+from pytest_sglang.parse.listforms import ListForm, read_list_form
 from pytest_sglang.parse.redact import MAX_COMMAND, REDACTED, is_refused_command, is_secret_env, is_secret_flag, is_secret_key, redact_command_all, scrub, secret_values, word_secrets
 from pytest_sglang.parse.redact import _secret_positions as secret_positions
-from pytest_sglang.base.secrets import clip
+from pytest_sglang.parse.shellscript import Command, ExpansionTooLarge, Script, is_unresolved, literal_words, plain, read_script, reason, shell_word, unmarked, unresolved_parts, why
+from pytest_sglang.parse.shellwords import ShellSyntaxError, split_words
 
 # SGLang's own flag tables, one per release, each the argparse parser of that release
 # (tests/real_sglang/flag_table_live.py writes them and the real tier checks them).

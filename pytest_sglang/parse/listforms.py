@@ -21,9 +21,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from pytest_sglang.base.secrets import clip
 from pytest_sglang.parse.shellscript import mark
 from pytest_sglang.parse.shellwords import ShellSyntaxError, simple_commands
-from pytest_sglang.base.secrets import clip
 
 MAX_TEXT = 256 * 1024  # characters
 MAX_ITEMS = 10_000  # words in one list

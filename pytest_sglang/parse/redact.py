@@ -16,11 +16,10 @@ import shlex
 from typing import Any, Iterable
 
 from pytest_sglang.base.argv import ENV_ASSIGNMENT
-from pytest_sglang.parse.quoted import replace_quoted
-from pytest_sglang.parse.shellwords import split_words
 from pytest_sglang.base.secrets import MIN_LENGTH, REDACTED, forms, note_found, remove
 from pytest_sglang.base.secrets import scrub as _scrub
-
+from pytest_sglang.parse.quoted import replace_quoted
+from pytest_sglang.parse.shellwords import split_words
 
 SECRET_KEYS = frozenset(
     {

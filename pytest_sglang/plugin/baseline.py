@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.plugin.checks import CHECK_PROPERTY, Check, Outcome, add_items, session_state
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.base.secrets import scrub
 from pytest_sglang.judge.baseline.store import BENCH_SUFFIX, baseline_file, ci_set, key_problem, missing_line
+from pytest_sglang.plugin.checks import CHECK_PROPERTY, Check, Outcome, add_items, session_state
 
 CHECK_NAME = "sglang-baseline"
 KEY_INI = "sglang_baseline_key"

@@ -29,11 +29,11 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.plugin.checks import CHECK_PROPERTY
+from pytest_sglang.base import files as _files
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.base.secrets import scrub, scrub_object
+from pytest_sglang.plugin.checks import CHECK_PROPERTY
 from pytest_sglang.plugin.settings import number, setting, spoken
-from pytest_sglang.base import files as _files
 
 BENCH_PROPERTY = "sglang.bench"
 INCONCLUSIVE_PROPERTY = "sglang.bench.inconclusive"

@@ -18,12 +18,12 @@ import pytest
 
 from pytest_sglang.base import files as _files
 from pytest_sglang.base.errors import SpecError
+from pytest_sglang.base.secrets import clip
 from pytest_sglang.judge.bench.api import INCONCLUSIVE_RERUNS, Bench, BenchFailed, BenchInconclusive, Budget, compare
-from pytest_sglang.judge.bench.expect import request_failures
 from pytest_sglang.judge.bench.compare import BENCH_BASELINE_KIND, DEFAULT_METRICS, BenchBaselineError, MetricChange, baseline_entry
+from pytest_sglang.judge.bench.expect import request_failures
 from pytest_sglang.model.bench import BaselineRepeats, BenchResult
 from pytest_sglang.model.numbers import FIGURE
-from pytest_sglang.base.secrets import clip
 
 
 class HostBench(Bench):

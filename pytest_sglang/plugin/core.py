@@ -10,16 +10,16 @@ import pytest
 
 from pytest_sglang.base import reads as _reads
 from pytest_sglang.base.errors import SGLangError, SpecError
+from pytest_sglang.base.secrets import scrub, scrub_object
 from pytest_sglang.model.gpu import sm_from_capability
 from pytest_sglang.plugin.markers import MARKERS, unmet
-from pytest_sglang.base.secrets import scrub, scrub_object
 from pytest_sglang.plugin.settings import flag, number, setting, spoken, spoken_error
 from pytest_sglang.target.spec import HostSpec, parse_specs
 
 if TYPE_CHECKING:  # the models and the HTTP stack load only when a test needs a target
+    from pytest_sglang.model.config import Effective, ModelInfo, ServerArgs
     from pytest_sglang.parse.launch import LaunchCommand
     from pytest_sglang.parse.logs import SGLangLogs
-    from pytest_sglang.model.config import Effective, ModelInfo, ServerArgs
     from pytest_sglang.target.target import GpuInfo, Target
 
 HOST_FIXTURES = frozenset({"sglang", "server_args", "effective", "model_info", "gpu", "requested", "sglang_logs", "sglang_explain"})
@@ -116,9 +116,8 @@ class SGLangPlugin:
                 if problem:  # one usage error now, not the same setup error in every test
                     raise pytest.UsageError(f"--sglang-host {problem}")
         self.specs = specs
-        from pytest_sglang.target.spec import register_secrets
-
         from pytest_sglang.target.options import TargetOptions, resolve_api_key
+        from pytest_sglang.target.spec import register_secrets
 
         # The api key (resolved and registered once, here) and the keys the specs name are
         # secrets from the start, whatever later prints them; `pytest-sglang report` registers

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_sglang.plugin.checks import Check, Outcome, add_items
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.base.secrets import scrub
+from pytest_sglang.plugin.checks import Check, Outcome, add_items
 from pytest_sglang.plugin.settings import flag, lines
 
 if TYPE_CHECKING:
@@ -55,8 +55,8 @@ def sglang_explain(sglang: Any) -> Explanation:
 
 
 def _lint(config: pytest.Config, spec: Any) -> Outcome:
-    from pytest_sglang.render import explain as render
     from pytest_sglang.judge.explain.api import explain
+    from pytest_sglang.render import explain as render
 
     explanation = explain(_session(config).target(spec))
     accepted = set(lines(config, ACCEPT_INI))

@@ -243,8 +243,8 @@ def _add_properties(item: pytest.Item) -> None:
     spec = getattr(getattr(item, "callspec", None), "params", {}).get("_sglang_host")
     if spec is None:
         spec = getattr(item, "spec", None)  # a built-in check of one host
-    from pytest_sglang.target.spec import HostSpec
     from pytest_sglang.plugin.report_build import host_properties
+    from pytest_sglang.target.spec import HostSpec
 
     if not isinstance(spec, HostSpec):
         return  # no host (--sglang-allow-no-host), or a check of the whole run

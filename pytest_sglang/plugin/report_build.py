@@ -17,9 +17,9 @@ from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.base.secrets import scrub, scrub_object
 from pytest_sglang.judge.gate.document import REPORT_FORMAT, build_document
 from pytest_sglang.judge.gate.summary import read_host, summarize
-from pytest_sglang.plugin.settings import spoken
 from pytest_sglang.judge.gate.verdict import EXIT_MEANING
 from pytest_sglang.plugin.checks import CHECK_PROPERTY, session_state
+from pytest_sglang.plugin.settings import spoken
 from pytest_sglang.render.report.text import shorten
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 from typing import Iterable
 
-from pytest_sglang.base.text import short_repr
 from pytest_sglang.base.secrets import scrub
+from pytest_sglang.base.text import short_repr
 from pytest_sglang.judge.explain.findings import Explanation, Finding
 
 _LABEL = {"error": "ERROR", "warning": "WARNING", "info": "INFO"}

@@ -15,10 +15,10 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_sglang.base.errors import SpecError
-from pytest_sglang.model.facts import SERVER_INFO_EXTRA_KEYS
 from pytest_sglang.base.secrets import REDACTED
-from pytest_sglang.model.versions import parse_version
 from pytest_sglang.collect.capture import parse_capture
+from pytest_sglang.model.facts import SERVER_INFO_EXTRA_KEYS
+from pytest_sglang.model.versions import parse_version
 from pytest_sglang.simulator.templates import load_template, template_names
 
 # Start-up lines the simulator writes itself from the profile (sim/host.py startup_log).

@@ -13,23 +13,22 @@ import functools
 import json
 import time
 import typing
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
+from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pytest_sglang.base.files import FileError, MiB, MissingFileError, check_nesting, read_text
 from pytest_sglang.base.errors import SpecError
+from pytest_sglang.base.files import FileError, MiB, MissingFileError, check_nesting, read_text
 from pytest_sglang.model.facts import SERVER_INFO_EXTRA_KEYS
 from pytest_sglang.model.versions import parse_version
+from pytest_sglang.parse.shellwords import split_words
 from pytest_sglang.simulator.from_capture import profile_from_capture
 from pytest_sglang.simulator.templates import load_template, template_names
-from pytest_sglang.parse.shellwords import split_words
-from packaging.version import Version
-
 
 _STARTUP_TIME = {"load_weight": 41.2, "kv_cache_allocation": 2.1, "scheduler_e2e": 63.5}
 

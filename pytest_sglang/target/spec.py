@@ -21,8 +21,8 @@ from typing import Iterable
 from urllib.parse import parse_qsl, urlsplit
 
 from pytest_sglang.base.errors import SpecError
-from pytest_sglang.base.settings import setting
 from pytest_sglang.base.secrets import clip, register
+from pytest_sglang.base.settings import setting
 
 SCHEMES = ("http", "https", "sim")
 # Query keys each scheme accepts; later transports add theirs here.

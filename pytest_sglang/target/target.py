@@ -11,11 +11,10 @@ from __future__ import annotations
 from pytest_sglang.base.errors import SGLangError, SpecError, TargetError
 from pytest_sglang.base.secrets import collecting
 from pytest_sglang.base.text import one_line
-from pytest_sglang.target.spec import HostSpec, parse_spec, register_secrets
 from pytest_sglang.target.core import GpuInfo, Target
 from pytest_sglang.target.options import TargetOptions
-from pytest_sglang.target.sources import Source, live, replay
-from pytest_sglang.target.sources import sim
+from pytest_sglang.target.sources import Source, live, replay, sim
+from pytest_sglang.target.spec import HostSpec, parse_spec, register_secrets
 
 __all__ = ["GpuInfo", "SOURCES", "Target", "TargetOptions", "connect", "open_target"]
 

@@ -19,8 +19,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import flag_table_live  # noqa: E402
-from configurations import argv_and_env  # noqa: E402
 import harness  # noqa: E402
+from configurations import argv_and_env  # noqa: E402
+
 from pytest_sglang.parse.redact import redact_mapping  # noqa: E402
 from pytest_sglang.parse.shellscript import is_unresolved  # noqa: E402
 

@@ -11,7 +11,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 import progress  # noqa: E402
-
 from harness import API_KEY  # noqa: E402
 
 

@@ -434,6 +434,7 @@ def real_answers(version: str, python: Path, cases: list[dict]) -> tuple[dict, d
     """(the release's defaults, its answer for each case: {"parsed"} or {"error"}), redacted
     as the package redacts, from one import of the release."""
     import flag_table_live
+
     from pytest_sglang.parse.redact import redact_mapping
 
     requests = [{"name": BASE, "argv": BASE_ARGV, "entry": "launch_server", "files": {}}]

@@ -19,6 +19,7 @@ sys.path.insert(0, str(HERE))
 
 import harness  # noqa: E402
 from configurations import CASES, CONFIG_UNDERSCORE_YAML, CONFIG_YAML, argv_and_env, back_to_placeholders, corpus_cases  # noqa: E402
+
 from pytest_sglang.parse.redact import redact_mapping  # noqa: E402
 
 DATA = HERE.parent / "data" / f"sglang-{harness.SGLANG_VERSION}-resolutions.json"

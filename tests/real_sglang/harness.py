@@ -232,8 +232,8 @@ def wait_ready(server: RealServer, seconds: float = 150.0) -> None:
     SGLang 0.5.23 answers ``/health`` by generating one token and waits up to 20 s
     (``SGLANG_HEALTH_CHECK_TIMEOUT``) for the scheduler before it answers 503, so each probe
     waits longer than that: a sick server then says 503 instead of timing out silently."""
-    from pytest_sglang.collect.http import HttpClient
     from pytest_sglang.base.errors import NotReadyError
+    from pytest_sglang.collect.http import HttpClient
 
     client = HttpClient(server.url, timeout=25, name=server.name)
     deadline = time.monotonic() + seconds

@@ -26,6 +26,7 @@ sys.path.insert(0, str(HERE))
 import flag_table_live  # noqa: E402
 import harness  # noqa: E402
 import postinit_coverage  # noqa: E402
+
 from pytest_sglang.parse.redact import redact_mapping  # noqa: E402
 
 OUT = HERE.parent.parent / "pytest_sglang" / "model" / "knowledge" / "flags" / "sglang-defaults.json"

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import pytest
-
 import corpus_postinit as corpus
 import postinit_differential as differential
+import pytest
 
 STORED = corpus.stored()
 BY_RELEASE: dict[str, list[dict]] = defaultdict(list)

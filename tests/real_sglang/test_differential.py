@@ -19,9 +19,8 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
-import pytest
-
 import differential
+import pytest
 
 EXAMPLES = int(os.environ.get("SGLANG_DIFFERENTIAL_EXAMPLES", "60"))
 # A fixed sample by default, so a CI run cannot fail by chance; SGLANG_DIFFERENTIAL_SEED=random

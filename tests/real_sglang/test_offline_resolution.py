@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import argparse_releases
 import flag_table_live
 import generate_data
+import pytest
+
 from pytest_sglang.parse.launch import table_versions
 
 ROOT = Path(__file__).resolve().parents[2]

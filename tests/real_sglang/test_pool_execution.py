@@ -16,9 +16,8 @@ import random
 from functools import lru_cache
 from pathlib import Path
 
-import pytest
-
 import pool_differential as differential
+import pytest
 
 EXAMPLES = int(os.environ.get("SGLANG_POOLS_EXAMPLES", "6"))
 _SEED_TEXT = os.environ.get("SGLANG_POOLS_SEED", "20261205")

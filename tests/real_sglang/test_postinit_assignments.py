@@ -7,9 +7,8 @@ go stale while the knowledge base and the walk change.
 
 from __future__ import annotations
 
-import pytest
-
 import postinit_coverage
+import pytest
 
 STORED = postinit_coverage.load_assignments()
 

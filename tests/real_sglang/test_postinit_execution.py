@@ -15,9 +15,8 @@ import random
 from functools import lru_cache
 from pathlib import Path
 
-import pytest
-
 import postinit_differential as differential
+import pytest
 
 EXAMPLES = int(os.environ.get("SGLANG_POSTINIT_EXAMPLES", "8"))
 _SEED_TEXT = os.environ.get("SGLANG_POSTINIT_SEED", "20261204")

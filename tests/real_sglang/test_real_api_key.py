@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import requests
-
 from harness import API_KEY, FIXTURE_SUITE
+
 
 @pytest.mark.parametrize(
     "args, outcome, message",

@@ -4,13 +4,12 @@ One module per server, so each server runs only while its tests do."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
-import shutil
-
 import requests
-
 from harness import FIXTURE_SUITE
+
 from pytest_sglang import connect, parse_capacity_line, parse_startup_line
 from pytest_sglang.model.facts import SERVER_INFO_EXTRA_KEYS
 

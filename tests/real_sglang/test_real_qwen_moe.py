@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import requests
-
 from harness import FIXTURE_SUITE
+
 from pytest_sglang import connect, parse_capacity_line
+
 
 def test_the_tp2_qwen3_moe_server(pytester, real_qwen_moe_tp2):
     raw = requests.get(f"{real_qwen_moe_tp2.url}/server_info", timeout=10).json()

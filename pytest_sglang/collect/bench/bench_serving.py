@@ -44,10 +44,10 @@ from pydantic import ValidationError
 
 from pytest_sglang.base import files as _files
 from pytest_sglang.base.errors import SpecError
+from pytest_sglang.base.secrets import clip
+from pytest_sglang.collect.bench.stats import MAX_ERRORS_KEPT, summarise
 from pytest_sglang.model.bench import BenchResult, LevelResult, Stat
 from pytest_sglang.model.numbers import FIGURE, NON_NEGATIVE, FigureRange, field_range, refusals, shown
-from pytest_sglang.collect.bench.stats import MAX_ERRORS_KEPT, summarise
-from pytest_sglang.base.secrets import clip
 
 __all__ = ["BenchServingImportError", "load_bench_serving", "parse_jsonl", "parse_result_text"]
 

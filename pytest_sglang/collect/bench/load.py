@@ -56,10 +56,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pytest_sglang.base.errors import SGLangError, SpecError
 from pytest_sglang.base.secrets import clip, scrub
-from pytest_sglang.model.bench import MAX_TOKENS, BenchResult, LevelResult, RequestRecord
 from pytest_sglang.collect.bench.stats import SLO, level_result
 from pytest_sglang.collect.bench.validity import ClientFigures, ClientLimits, client_validity
 from pytest_sglang.collect.bench.watch import _MetricsWatch, read_load  # noqa: F401  (read_load: the module's former home)
+from pytest_sglang.model.bench import MAX_TOKENS, BenchResult, LevelResult, RequestRecord
 
 try:  # a faster JSON decoder for the stream frames when it is installed (not a dependency)
     _loads: Callable[[bytes], Any] = importlib.import_module("orjson").loads

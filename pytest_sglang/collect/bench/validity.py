@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
-from pytest_sglang.model.bench import LevelResult, RequestRecord, Validity
 from pytest_sglang.collect.bench.stats import percentile
+from pytest_sglang.model.bench import LevelResult, RequestRecord, Validity
 
 
 class ClientLimits(BaseModel):

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sglang.base.errors import SpecError, TargetError
+from pytest_sglang.base.secrets import clip
 from pytest_sglang.base.settings import setting
 from pytest_sglang.collect.shell import CommandResult, bounded_command
-from pytest_sglang.base.secrets import clip
 
 DEFAULT_CONFIG = Path("~/.ssh/config")
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")

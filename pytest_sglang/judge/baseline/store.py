@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_sglang.base.files import DEFAULT_MAX_DEPTH, FileError, MiB, MissingFileError, check_nesting, read_text, write_text
 from pytest_sglang.base.errors import SpecError
+from pytest_sglang.base.files import DEFAULT_MAX_DEPTH, FileError, MiB, MissingFileError, check_nesting, read_text, write_text
+from pytest_sglang.base.secrets import clip
 from pytest_sglang.judge.baseline.compare import Policy
 from pytest_sglang.judge.baseline.document import dumps
-from pytest_sglang.base.secrets import clip
 
 BASELINE_KIND = "pytest-sglang baseline"
 

@@ -13,11 +13,11 @@ Library use::
 
 from __future__ import annotations
 
-from pytest_sglang.judge.bench.api import Bench, BenchFailed, BenchInconclusive, Budget, compare, expect
 from pytest_sglang.collect.bench.bench_serving import load_bench_serving
 from pytest_sglang.collect.bench.load import LoadGenerator, LoadSpec, load_spec, run_load
-from pytest_sglang.model.bench import BenchResult, LevelResult, RequestRecord, ServerLoad, Stat, Validity
 from pytest_sglang.collect.bench.stats import SLO
+from pytest_sglang.judge.bench.api import Bench, BenchFailed, BenchInconclusive, Budget, compare, expect
+from pytest_sglang.model.bench import BenchResult, LevelResult, RequestRecord, ServerLoad, Stat, Validity
 
 __all__ = [
     "Bench",

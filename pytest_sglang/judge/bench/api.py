@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict
 
 from pytest_sglang.base import reads as _reads
 from pytest_sglang.base.errors import SGLangError, SpecError
+from pytest_sglang.collect.bench.load import LoadGenerator, LoadSpec, Progress, load_spec
 from pytest_sglang.judge.bench.compare import DEFAULT_METRICS, MetricChange, compare_to_baseline, levels_missing
 from pytest_sglang.judge.bench.expect import corroboration, judge, request_failures
-from pytest_sglang.collect.bench.load import LoadGenerator, LoadSpec, Progress, load_spec
 from pytest_sglang.model.bench import BenchResult
 
 Mode = Literal["off", "smoke", "full"]

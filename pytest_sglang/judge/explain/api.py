@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pytest_sglang.base import reads as _reads
 from pytest_sglang.base.errors import SpecError
-from pytest_sglang.parse.launch import LaunchCommand, parse_launch_command
-from pytest_sglang.model.versions import parse_version
 from pytest_sglang.judge.explain.engine import explain_situation
-from pytest_sglang.judge.explain.releases import explain_unknown_release, parse_per_release
 from pytest_sglang.judge.explain.findings import Explanation, Finding
 from pytest_sglang.judge.explain.kb import KnowledgeBase, KnowledgeError, Rule, load
+from pytest_sglang.judge.explain.releases import explain_unknown_release, parse_per_release
 from pytest_sglang.judge.explain.situation import Fact, Situation, catalog_model, from_target, gpu_facts, model_facts, read_model
 from pytest_sglang.judge.explain.startup import StartupExplanation, explain_reported, explain_startup_line
+from pytest_sglang.model.versions import parse_version
+from pytest_sglang.parse.launch import LaunchCommand, parse_launch_command
 
 if TYPE_CHECKING:
     from pytest_sglang.target.target import Target

@@ -18,15 +18,15 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from pytest_sglang.base import reads as _reads
-from pytest_sglang.base.text import short_repr
 from pytest_sglang.base.secrets import scrub
+from pytest_sglang.base.text import short_repr
 from pytest_sglang.judge.explain.expr import is_unknown
 
 if TYPE_CHECKING:
-    from pytest_sglang.target.target import Target
     from pytest_sglang.judge.explain.findings import Explanation, Finding
     from pytest_sglang.judge.explain.kb import KnowledgeBase, Rule
     from pytest_sglang.judge.explain.situation import Situation
+    from pytest_sglang.target.target import Target
 
 # The settings an effective value is derived from, where its name is not the setting's own
 # (see normaliser.py): a finding about any of them explains the effective value.

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_sglang.model.knowledge.checkpoints import Checkpoint, catalog
 from pytest_sglang.judge.explain.kb import KnowledgeBase
 from pytest_sglang.judge.explain.situation import catalog_model, model_facts
+from pytest_sglang.model.knowledge.checkpoints import Checkpoint, catalog
 
 
 def families(kb: KnowledgeBase, entry: Checkpoint) -> dict[str, bool]:

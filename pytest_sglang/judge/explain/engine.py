@@ -8,16 +8,16 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_sglang.base.text import short_repr
-from pytest_sglang.parse.launch import flag_table
-from pytest_sglang.model.versions import nearest_release
-from pytest_sglang.judge.explain.expr import NOT_COMPUTABLE, Unknown, is_unknown
 from pytest_sglang.judge.explain.binding import CapBound, cap_bound, shown, threshold
+from pytest_sglang.judge.explain.expr import NOT_COMPUTABLE, Unknown, is_unknown
 from pytest_sglang.judge.explain.findings import Explanation, Finding, Status
 from pytest_sglang.judge.explain.kb import SEVERITIES, KnowledgeBase, Rule
 from pytest_sglang.judge.explain.platforms import not_judged
 from pytest_sglang.judge.explain.refusals import architecture_findings, refusal_findings
 from pytest_sglang.judge.explain.situation import _MISSING, Situation
 from pytest_sglang.judge.explain.unresolved import unresolved_gap, unresolved_help
+from pytest_sglang.model.versions import nearest_release
+from pytest_sglang.parse.launch import flag_table
 
 _ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 _STATUS_ORDER = {"contradicted": 0, "confirmed": 1, "predicted": 2, "undecided": 3}

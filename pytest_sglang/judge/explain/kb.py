@@ -26,10 +26,10 @@ from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from pytest_sglang.base.errors import SGLangError
+from pytest_sglang.judge.explain.expr import Expression, ExpressionError, compile_expression
 from pytest_sglang.model.knowledge.model_tables import model_table, model_table_versions
 from pytest_sglang.model.versions import nearest_release, parse_version
 from pytest_sglang.parse.launch import table_versions
-from pytest_sglang.judge.explain.expr import Expression, ExpressionError, compile_expression
 
 if sys.version_info >= (3, 11):
     import tomllib

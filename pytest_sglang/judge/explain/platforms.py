@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_sglang.model.gpu import PLATFORMS
 from pytest_sglang.judge.explain.expr import is_unknown
 from pytest_sglang.judge.explain.findings import Finding
+from pytest_sglang.model.gpu import PLATFORMS
 
 if TYPE_CHECKING:
     from pytest_sglang.judge.explain.kb import Rule

@@ -31,10 +31,10 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from packaging.version import Version
 
-from pytest_sglang.model import knowledge
-from pytest_sglang.model.versions import nearest_release
 from pytest_sglang.judge.explain.expr import Expression, Scope, Unknown, compile_expression, is_unknown
 from pytest_sglang.judge.explain.situation import Situation
+from pytest_sglang.model import knowledge
+from pytest_sglang.model.versions import nearest_release
 
 GIB = 1 << 30
 _DATA = Path(__file__).resolve().parents[2] / "model" / "knowledge" / "pools.toml"

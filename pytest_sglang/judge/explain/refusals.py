@@ -12,12 +12,12 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_sglang.model.knowledge.model_tables import model_table, model_table_versions, transformers_table
-from pytest_sglang.model.versions import nearest_release
-from pytest_sglang.parse.launch import Refusal, flag_table
 from pytest_sglang.judge.explain.findings import Finding
 from pytest_sglang.judge.explain.kb import KnowledgeBase, Rule
 from pytest_sglang.judge.explain.situation import Situation
+from pytest_sglang.model.knowledge.model_tables import model_table, model_table_versions, transformers_table
+from pytest_sglang.model.versions import nearest_release
+from pytest_sglang.parse.launch import Refusal, flag_table
 
 # What a refused flag or word is, in a title (``{flag}``, ``{value}``, ``{release}``).
 _TITLES = {

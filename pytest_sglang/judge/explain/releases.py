@@ -19,11 +19,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from packaging.version import Version
 
-from pytest_sglang.parse.launch import LaunchCommand, parse_launch_command, split_command, table_versions
 from pytest_sglang.judge.explain.engine import explain_situation, refusals_of
 from pytest_sglang.judge.explain.findings import Explanation, Finding
 from pytest_sglang.judge.explain.refusals import short_reason
 from pytest_sglang.judge.explain.situation import Situation
+from pytest_sglang.parse.launch import LaunchCommand, parse_launch_command, split_command, table_versions
 
 _FLAG_RULES = ("flags.deprecated", "flags.unknown", "flags.refused", "model.unsupported-architecture")
 # What the table rules' findings are about, in the words a reason is given in.

@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any, Mapping
 from packaging.version import Version
 
 from pytest_sglang.base.errors import SpecError
+from pytest_sglang.judge.explain.checkpoint import match_model_path
+from pytest_sglang.judge.explain.expr import Scope, Unknown, is_unknown
+from pytest_sglang.judge.explain.kb import KnowledgeBase
 from pytest_sglang.model.gpu import (
     PLATFORMS,
     amd_gpu,
@@ -23,11 +26,8 @@ from pytest_sglang.model.gpu import (
     sm_from_capability,
     sm_from_name,
 )
-from pytest_sglang.parse.launch import LaunchCommand, flag_table
 from pytest_sglang.model.versions import parse_version
-from pytest_sglang.judge.explain.checkpoint import match_model_path
-from pytest_sglang.judge.explain.expr import Scope, Unknown, is_unknown
-from pytest_sglang.judge.explain.kb import KnowledgeBase
+from pytest_sglang.parse.launch import LaunchCommand, flag_table
 
 if TYPE_CHECKING:
     from pytest_sglang.target.target import Target

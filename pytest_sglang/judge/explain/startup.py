@@ -35,18 +35,18 @@ from typing import Any, Mapping, Sequence
 from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_sglang.base.text import short_repr
 from pytest_sglang.base.errors import ParseError, SpecError
-from pytest_sglang.parse.launch import LaunchCommand, flag_table, table_versions
-from pytest_sglang.parse.logs import SGLangLogs, current_run
-from pytest_sglang.model.config import Effective, Provenance
-from pytest_sglang.parse.redact import is_secret_key, redact_log_line, redact_mapping
 from pytest_sglang.base.secrets import REDACTED, collecting
-from pytest_sglang.model.versions import nearest_release, parse_version
+from pytest_sglang.base.text import short_repr
 from pytest_sglang.judge.explain.engine import explain_situation, rules_release
 from pytest_sglang.judge.explain.findings import Explanation, Finding
 from pytest_sglang.judge.explain.kb import SEVERITIES, KnowledgeBase, load
 from pytest_sglang.judge.explain.situation import Situation, gpu_facts, model_facts, read_model
+from pytest_sglang.model.config import Effective, Provenance
+from pytest_sglang.model.versions import nearest_release, parse_version
+from pytest_sglang.parse.launch import LaunchCommand, flag_table, table_versions
+from pytest_sglang.parse.logs import SGLangLogs, current_run
+from pytest_sglang.parse.redact import is_secret_key, redact_log_line, redact_mapping
 
 DEFAULTS_FILE = "sglang-defaults.json"
 _SETTING_KINDS = ("override", "cap")

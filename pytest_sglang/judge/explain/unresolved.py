@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from pytest_sglang.parse.launch import LaunchCommand
 from pytest_sglang.judge.explain.findings import Finding
+from pytest_sglang.parse.launch import LaunchCommand
 
 _NAME = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from itertools import islice
 from importlib import resources
+from itertools import islice
 from typing import Any
 
 from pytest_sglang.model.numbers import JSON_NUMBER, MAX_FIGURE, figure_faults, figure_problem, shown

@@ -11,9 +11,9 @@ from pytest_sglang.collect.host import HostOptions, collect_host
 from pytest_sglang.collect.http import HttpClient, collect_http
 from pytest_sglang.model.facts import Facts
 from pytest_sglang.parse.logs import LogSource
-from pytest_sglang.target.spec import HostSpec, check_host_name, verify_setting
 from pytest_sglang.target.core import Target
 from pytest_sglang.target.options import TargetOptions, api_key_for
+from pytest_sglang.target.spec import HostSpec, check_host_name, verify_setting
 
 
 def open(spec: HostSpec, options: TargetOptions) -> Target:  # noqa: A001  (the source interface's name)

@@ -13,12 +13,12 @@ from typing import Any
 
 from pytest_sglang.base.errors import TargetError
 from pytest_sglang.base.settings import setting
-from pytest_sglang.model.facts import Facts
-from pytest_sglang.target.options import TargetOptions
-from pytest_sglang.target.spec import HostSpec
-from pytest_sglang.target.core import Target
-from pytest_sglang.target.sources import unused_host_access
 from pytest_sglang.collect.capture import CaptureProvenance, read_capture
+from pytest_sglang.model.facts import Facts
+from pytest_sglang.target.core import Target
+from pytest_sglang.target.options import TargetOptions
+from pytest_sglang.target.sources import unused_host_access
+from pytest_sglang.target.spec import HostSpec
 
 
 class ReplayClientError(TargetError):

@@ -8,10 +8,10 @@ from typing import Any
 
 from pytest_sglang import simulator
 from pytest_sglang.collect.http import HttpClient, collect_http
-from pytest_sglang.target.spec import HostSpec
 from pytest_sglang.target.core import Target
 from pytest_sglang.target.options import TargetOptions
 from pytest_sglang.target.sources import api_key_for, unused_host_access
+from pytest_sglang.target.spec import HostSpec
 
 
 def open(spec: HostSpec, options: TargetOptions) -> Target:  # noqa: A001  (the source interface's name)
