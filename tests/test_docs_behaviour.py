@@ -280,7 +280,7 @@ def test_connect_takes_every_target_option_and_the_library_page_lists_them() -> 
 
 # ---- effective.describe() for what the target cannot tell (docs/effective.md) ---------------------
 
-SM_HINT = "give --sglang-sm=SM (e.g. 120) or the sglang_sm ini key; in a script, connect(..., sm=120)"
+SM_HINT = "give `sm` (the compute capability, e.g. 120)"
 
 
 def _snapshot_over_http_only(overrides: dict[str, Any] | None = None, name: str = CANDIDATE) -> Any:
@@ -298,15 +298,24 @@ def test_an_unknown_sm_is_described_with_how_to_give_it() -> None:
     e = _snapshot_over_http_only().effective
     assert e.sm is None
     assert e.describe("sm") == f"effective.sm = None (source unknown; {SM_HINT})"
-    assert e.describe("gpu_name").endswith("give host access (--sglang-ssh USER@HOST, or local) to read the GPUs with nvidia-smi)")
+    assert e.describe("gpu_name").endswith("give host access (`ssh` USER@HOST, or local) to read the GPUs with nvidia-smi)")
+    # Each front end names its own options (docs/effective.md shows all three).
+    from pytest_sglang.cli.main import spoken as cli_spoken
+    from pytest_sglang.plugin.settings import spoken as plugin_spoken
+
+    page = (DOCS / "effective.md").read_text()
+    for said in (e.describe("sm"), plugin_spoken(e.describe("sm")), cli_spoken(e.describe("sm")), plugin_spoken(e.describe("gpu_name"))):
+        assert said in page, said
+    assert "give --sglang-sm (the compute capability" in plugin_spoken(e.describe("sm"))
+    assert "give --sm (the compute capability" in cli_spoken(e.describe("sm"))
     # Requested, and whether it runs depends on the SM: said once, where the normaliser says it.
     assert e.flashinfer_allreduce_fusion is None and e.flashinfer_allreduce_fusion_requested is True
-    assert e.describe("flashinfer_allreduce_fusion").count("--sglang-sm") == 1
+    assert e.describe("flashinfer_allreduce_fusion").count("`sm`") == 1
 
 
 def test_a_given_sm_is_described_with_its_source_and_no_hint() -> None:
     e = _snapshot_over_http_only({"sm": 120}).effective
-    assert e.describe("sm") == "effective.sm = 120 (from --sglang-sm)"
+    assert e.describe("sm") == "effective.sm = 120 (from the sm setting)"
     assert e.flashinfer_allreduce_fusion is False  # SM120: decided
-    assert "--sglang-sm=SM" not in e.describe("flashinfer_allreduce_fusion")
-    assert "--sglang-sm=SM" not in e.describe("tp_size")
+    assert SM_HINT not in e.describe("flashinfer_allreduce_fusion")
+    assert SM_HINT not in e.describe("tp_size")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -18,7 +19,10 @@ PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 TEXT = {page.name: page.read_text() for page in PAGES}
 ALL = "\n".join(TEXT.values())
 
-IMPORTS = sorted(set(re.findall(r"^\s*from (pytest_sglang(?:\.\w+)*) import ([\w, ]+?)\s*(?:#.*)?$", ALL, re.M)))
+ONE_LINE = set(re.findall(r"^\s*from (pytest_sglang(?:\.\w+)*) import ([\w, ]+?)\s*(?:#.*)?$", ALL, re.M))
+# and those written over several lines: ``from pytest_sglang.x import (\n    a,  # why\n    b,\n)``
+WRAPPED = {(m, ", ".join(re.sub(r"#[^\n]*", "", n).replace(",", " ").split())) for m, n in re.findall(r"^\s*from (pytest_sglang(?:\.\w+)*) import \(([^)]*)\)", ALL, re.M)}
+IMPORTS = sorted(ONE_LINE | WRAPPED)
 MODULES = sorted(set(re.findall(r"python -m (pytest_sglang(?:\.\w+)*)", ALL)))
 OPTIONS = sorted(set(re.findall(r"(?<![\w-])(--sglang-[a-z][a-z0-9-]*[a-z0-9])", ALL)))
 INI_KEYS = sorted({key for block in re.findall(r"```ini\n(.*?)```", ALL, re.S) for key in re.findall(r"^(sglang_\w+)\s*=", block, re.M)})
@@ -76,3 +80,20 @@ def test_every_documented_ini_key_exists(key, pytest_help):
 def test_every_documented_command_exists(command):
     done = subprocess.run([sys.executable, "-m", "pytest_sglang.cli.main", command, "--help"], capture_output=True, text=True)
     assert done.returncode == 0, f"pytest-sglang {command}: {done.stderr.strip()[-300:]}"
+
+
+
+def test_the_documented_format_versions_are_the_ones_written():
+    """The versions the pages give for each file the package writes: a reader's document
+    names the version it was told, and a bump that forgets the page fails here."""
+    from pytest_sglang.collect.capture import FORMAT
+    from pytest_sglang.judge.baseline.document import DOCUMENT_FORMAT
+    from pytest_sglang.judge.gate.document import REPORT_FORMAT
+    from pytest_sglang.model.facts import FACTS_FORMAT
+
+    assert f"| `format` | document format ({DOCUMENT_FORMAT}) |" in TEXT["baselines.md"]
+    assert f'"format": "{FORMAT}"' in TEXT["capture.md"]
+    assert f"| `format` | the facts format, `{FACTS_FORMAT}` |" in TEXT["capture.md"]
+    assert f"the report format (`{REPORT_FORMAT}`)" in TEXT["reports.md"] and f'"format": {REPORT_FORMAT},' in TEXT["reports.md"]
+    schema = json.loads((ROOT / "pytest_sglang" / "render" / "report" / "schema.json").read_text())
+    assert schema["properties"]["format"].get("const", REPORT_FORMAT) == REPORT_FORMAT

@@ -210,7 +210,7 @@ def test_a_target_reporting_an_unknown_gpu_name_is_explained_with_the_warning(tm
     with connect(_profile(tmp_path, "Foo 9000")) as target:
         explanation = explain(target)
     assert [n for n in explanation.notes if "Foo 9000" in n] == [
-        "warning: GPU 'Foo 9000' is not in the catalog: rules that depend on the GPU are undecided; give --sglang-sm=N, or host access so nvidia-smi can be read"
+        "warning: GPU 'Foo 9000' is not in the catalog: rules that depend on the GPU are undecided; give `sm` N, or host access (`ssh`) so nvidia-smi can be read"
     ]
 
 

@@ -152,9 +152,9 @@ def test_the_seed_case_candidate_shows_requested_and_effective():
 def test_fusion_is_undecided_without_gpu_facts_and_decided_with_sglang_sm():
     e = normalise(_profile_facts("qwen35-122b-a10b-4xrtx6000-candidate")).effective
     assert e.sm is None and e.flashinfer_allreduce_fusion is None
-    assert "--sglang-sm" in e.provenance["flashinfer_allreduce_fusion"].note
+    assert "give `sm` to decide" in e.provenance["flashinfer_allreduce_fusion"].note
     e = normalise(_profile_facts("qwen35-122b-a10b-4xrtx6000-candidate", overrides={"sm": 90})).effective
-    assert (e.sm, e.source_of("sm")) == (90, "--sglang-sm")
+    assert (e.sm, e.source_of("sm")) == (90, "the sm setting")
     assert e.flashinfer_allreduce_fusion is True
 
 

@@ -119,6 +119,11 @@ def library_messages(tmp_path: Path) -> list[str]:
     messages += [t.launch_unknown_reason() for t in (no_host, no_process)]
     messages += unchecked.warnings
     messages += _target(None, sm="abc").warnings  # a capture edited by hand
+    # What to give for a value the target cannot tell, and explain's note on a GPU it lacks.
+    messages += [no_host.effective.describe(name) for name in ("sm", "gpu_name", "flashinfer_allreduce_fusion")]
+    from pytest_sglang.judge.explain.api import explain
+
+    messages += [note for note in explain(unknown_gpu).notes if "Foo 9000" in note]
 
     from pytest_sglang.render.capture import write_capture
     from pytest_sglang.target.sources.replay import open_capture

@@ -99,19 +99,21 @@ def run(args: argparse.Namespace) -> int:
 
                 judged = situation_of(target)
                 command = judged.launch.command_line if judged is not None and judged.launch is not None else None
+    from pytest_sglang.cli.main import spoken
+
     if args.json:
         if args.show_command:
             import json
 
-            print(scrub(json.dumps({"command": command, **explanation.model_dump(mode="json")}, indent=2)))
+            print(scrub(spoken(json.dumps({"command": command, **explanation.model_dump(mode="json")}, indent=2))))
         else:
-            print(scrub(explanation.to_json()))
+            print(scrub(spoken(explanation.to_json())))
     else:
         from pytest_sglang.render.explain import text
 
         if args.show_command:
             print(scrub(f"command: {command or '(the target reports no launch command)'}"))
-        print(text(explanation, verbose=args.verbose))
+        print(spoken(text(explanation, verbose=args.verbose)))
     if args.fail_on == "never":
         return 0
     worst = SEVERITIES.index(args.fail_on)

@@ -299,7 +299,7 @@ class Effective(_Recorded):
         prov = self.provenance.get(name)
         tail = prov.describe() if prov else "source unknown"
         hint = _UNKNOWN_HINTS.get(name) if value is None else None
-        if hint == _SM_HINT and ("--sglang-sm" in tail or (name != "sm" and self.sm is not None)):
+        if hint == _SM_HINT and (SM_GIVEN in tail or "`sm`" in tail or (name != "sm" and self.sm is not None)):
             hint = None  # already said, or the SM is known and not what is missing
         if hint:
             tail = f"{tail}; {hint}"
@@ -316,8 +316,11 @@ class Effective(_Recorded):
 
 # What to give when a value is unknown because the GPU is: HTTP names it only from SGLang 0.5.18
 # (/v1/loads accelerator), and never its compute capability for a GPU the name table lacks.
-_SM_HINT = "give --sglang-sm=SM (e.g. 120) or the sglang_sm ini key; in a script, connect(..., sm=120)"
-_GPU_HINT = "give host access (--sglang-ssh USER@HOST, or local) to read the GPUs with nvidia-smi"
+# The hints name settings (base/settings.py): each front end gives them as its own options.
+_SM_HINT = "give `sm` (the compute capability, e.g. 120)"
+_GPU_HINT = "give host access (`ssh` USER@HOST, or local) to read the GPUs with nvidia-smi"
+# Where a compute capability the user gave is said to come from.
+SM_GIVEN = "the sm setting"
 _UNKNOWN_HINTS = {
     "sm": _SM_HINT,
     "flashinfer_allreduce_fusion": _SM_HINT,  # whether it runs depends on the SM

@@ -15,7 +15,7 @@ from pytest_sglang.base.errors import SpecError, TargetError
 from pytest_sglang.base.settings import setting
 from pytest_sglang.base.text import short_repr
 from pytest_sglang.model import knowledge
-from pytest_sglang.model.config import Effective, ModelInfo, Provenance, ServerArgs
+from pytest_sglang.model.config import SM_GIVEN, Effective, ModelInfo, Provenance, ServerArgs
 from pytest_sglang.model.facts import SERVER_INFO_EXTRA_KEYS, Facts
 from pytest_sglang.model.gpu import sm_from_capability, sm_from_name
 from pytest_sglang.model.numbers import checked_copy, field_range
@@ -495,7 +495,7 @@ def _allreduce_fusion(pick: _Pick, arg: Any, info: dict[str, Any], state0: dict[
     if sm is None:
         pick.set(
             "flashinfer_allreduce_fusion",
-            note="requested, but the GPU architecture is unknown; give --sglang-sm to decide",
+            note=f"requested, but the GPU architecture is unknown; give {setting('sm')} to decide",
         )
         return
     runs = knowledge.flashinfer_allreduce_fusion_runs_on(sm) and tp > 1 and not attn_dp
@@ -528,7 +528,7 @@ def _gpus(pick: _Pick, facts: Facts, loads: dict[str, Any] | None, arg: Any, war
         given = _sm_or_none(override)
         if given is not None:
             pick.values.pop("sm", None)
-            pick.set("sm", (given, "--sglang-sm"))
+            pick.set("sm", (given, SM_GIVEN))
         else:  # a capture edited by hand ("sm": "abc"): what the GPU says is kept
             warnings.append(f"the {setting('sm')} override {short_repr(override, 40)} is not a compute capability (write 120, 'sm120' or '12.0'): ignored")
     if "gpu_count" not in pick.values:

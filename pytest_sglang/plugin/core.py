@@ -252,7 +252,7 @@ class SGLangPlugin:
         if report.when == "call" and report.failed and reads:
             from pytest_sglang.render.values import values_read
 
-            text = values_read(reads, self._causes)
+            text = spoken(values_read(reads, self._causes))
             if text:
                 # In the failure text itself, so JUnit XML and xdist carry it too.
                 if hasattr(report.longrepr, "addsection"):

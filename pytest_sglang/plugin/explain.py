@@ -11,7 +11,7 @@ import pytest
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.base.secrets import scrub
 from pytest_sglang.plugin.checks import Check, Outcome, add_items
-from pytest_sglang.plugin.settings import flag, lines
+from pytest_sglang.plugin.settings import flag, lines, spoken
 
 if TYPE_CHECKING:
     from pytest_sglang.judge.explain.findings import Explanation, Finding
@@ -101,4 +101,4 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         except SGLangError as exc:
             terminalreporter.write_line(scrub(f"{spec.display}: {exc}"))
             continue
-        terminalreporter.write_line(text(explanation, verbose=verbose, width=terminalreporter._tw.fullwidth, accepted=accepted))
+        terminalreporter.write_line(spoken(text(explanation, verbose=verbose, width=terminalreporter._tw.fullwidth, accepted=accepted)))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from packaging.version import Version
 
 from pytest_sglang.base.errors import SpecError
+from pytest_sglang.base.settings import setting
 from pytest_sglang.judge.explain.checkpoint import match_model_path
 from pytest_sglang.judge.explain.expr import Scope, Unknown, is_unknown
 from pytest_sglang.judge.explain.kb import KnowledgeBase
@@ -511,7 +512,7 @@ def _target_platform(situation: Situation, target: Target) -> None:
     if name:
         warning = unknown_gpu_warning(name, situation.gpu)
         if warning and situation.gpu.get("platform", Fact(None, "")).value in (None, "cuda", "hip"):
-            situation.notes.append(warning.replace("--sm N or --gpu-memory", "--sglang-sm=N, or host access so nvidia-smi can be read"))
+            situation.notes.append(warning.replace("--sm N or --gpu-memory", f"{setting('sm')} N, or host access ({setting('ssh')}) so nvidia-smi can be read"))
 
 
 def from_target(kb: KnowledgeBase, target: Target) -> Situation:
