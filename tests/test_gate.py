@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sglang.judge.gate import HOLD, PROMOTE, RunReport, disagreement, judge_run, rejudge
+from pytest_sglang.judge.gate.causes import CAUSES_SHOWN
 from pytest_sglang.judge.gate.document import build_document
-from pytest_sglang.judge.gate.models import SCHEMA_MODELS, Benchmark, CheckRecord, Finding, TestResult
+from pytest_sglang.judge.gate.models import SCHEMA_MODELS, Benchmark, CheckRecord, Finding, TestResult, ValueRead
 from pytest_sglang.judge.gate.summary import HostPart
 from pytest_sglang.judge.gate.verdict import HostReading
 from pytest_sglang.render.report.schema import load_schema, validate
@@ -158,7 +159,31 @@ def test_the_verdict_gives_the_recorded_answer_on_every_case_of_the_table() -> N
     assert len(cases) >= 200
     assert {c["answers"]["verdict"] for c in cases} == {"promote", "hold", "inconclusive"}
     for case in cases:
-        assert answers(document_of(case["run"])) == case["answers"], case["run"]
+        got, then = answers(document_of(case["run"])), case["answers"]
+        # The verdicts are the same; the reasons now lead with each failure's cause, and each
+        # reason recorded then is still said: as it was, or as a cause naming its host.
+        assert got["verdict"] == then["verdict"], case["run"]
+        assert {h: v for h, (v, _) in got["hosts"].items()} == {h: v for h, (v, _) in then["hosts"].items()}, case["run"]
+        for host, (_, reasons) in then["hosts"].items():
+            assert set(reasons) <= set(got["hosts"][host][1]), (case["run"], reasons, got["hosts"][host][1])
+        for reason in then["reasons"]:
+            assert _still_said(reason, got["reasons"], then["hosts"]), (reason, got["reasons"])
+
+
+def _still_said(reason: str, reasons: list[str], hosts: dict[str, Any]) -> bool:
+    """A run reason recorded as ``HOST: a; b`` is said now as ``HOST: ...`` with the rest, each
+    part that became a cause as ``part (on ..., HOST, ...)``."""
+    if reason in reasons:
+        return True
+    host, _, said = reason.partition(": ")
+    if host not in hosts:
+        return False
+    for part in said.split("; "):
+        as_cause = any(r.startswith(part + " (on ") and host in r for r in reasons)
+        in_rest = any(r.startswith(host + ": ") and part in r.split(": ", 1)[1].split("; ") for r in reasons)
+        if not (as_cause or in_rest):
+            return False
+    return True
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -181,7 +206,8 @@ def test_judge_run_on_typed_inputs() -> None:
     bench = Benchmark(test=test.nodeid, host="sim://a", outcome="passed", source="pytest-sglang", levels=[{**LEVEL, "refused": ["ttft = NaN"]}])  # type: ignore[list-item]
     held = judge_run([HostReading("sim://a")], [test], [check], [bench], [], 1)
     assert held.verdict == HOLD
-    assert held.hosts["sim://a"].reasons == ["check sglang-lint failed", "figure refused: ttft = NaN (benchmark test_x, c1)"]
+    assert held.hosts["sim://a"].reasons == ["sglang-lint: x", "check sglang-lint failed", "figure refused: ttft = NaN (benchmark test_x, c1)"]
+    assert held.hosts["sim://a"].causes == ["sglang-lint: x"]
     passed = judge_run([HostReading("sim://a")], [test], [], [], [], 0)
     assert (passed.verdict, passed.reasons) == (PROMOTE, [])
 
@@ -224,3 +250,55 @@ def test_report_says_in_one_line_when_the_stored_verdict_is_not_what_the_report_
     assert json.loads(done.stdout)["verdict"] == PROMOTE  # what the report says is still what is rendered
     (line,) = done.stderr.splitlines()
     assert line == "pytest-sglang: the report says promote, but its contents judge inconclusive: 1 test(s) without an SGLang host failed"
+
+
+# ---- the verdict names its causes ----------------------------------------------------------------
+
+
+def _failed(host: str, name: str, message: str, reads: list[ValueRead]) -> TestResult:
+    return TestResult(nodeid=f"t.py::{name}[{host}]", host=host, outcome="failed", duration=0.1, message=message, check=False, inconclusive=None, values_read=reads)
+
+
+def _read(host: str, name: str, value: str, requested: str | None, causes: list[str]) -> ValueRead:
+    return ValueRead(host=host, name=name, value=value, source="/server_info", requested=requested, requested_source=None, notes=[], causes=causes)
+
+
+MAMBA = "capped by the mamba state cache (max_mamba_cache_size 132 // 5) [capacity.mamba-cap]"
+
+
+def test_each_failure_is_one_line_with_the_field_the_comparison_and_the_explaining_finding() -> None:
+    tests = [
+        _failed("sim://c", "test_running", "assert 26 >= 48\n +  where 26 = ...", [_read("sim://c", "effective.max_running_requests", "26", "48", [MAMBA])]),
+        _failed("sim://c", "test_graph", "assert False is True", [_read("sim://c", "effective.prefill_cuda_graph", "False", "nothing", ["disabled for multimodal models [pcg.multimodal]"])]),
+        _failed("sim://c", "test_tp", "assert 2 == 4", [_read("sim://c", "effective.tp_size", "2", "4", [])]),
+        _failed("sim://c", "test_other", "AssertionError: the server answered 500\nmore", []),
+    ]
+    judged = judge_run([HostReading("sim://c")], tests, [], [], [], 1)
+    assert judged.hosts["sim://c"].causes == [
+        f"max_running_requests 26 < 48: {MAMBA}",
+        "prefill_cuda_graph False, not True: disabled for multimodal models [pcg.multimodal]",
+        "tp_size 2, not 4: no explain rule accounts for it",
+        "test_other: AssertionError: the server answered 500",
+    ]
+    assert judged.hosts["sim://c"].reasons[4:] == ["4 test(s) failed"]  # the count after the causes
+    assert judged.reasons[0] == f"max_running_requests 26 < 48: {MAMBA} (on sim://c)"
+
+
+def test_a_cause_shared_by_several_hosts_is_said_once_naming_them() -> None:
+    tests = [_failed(h, "test_running", "assert 26 >= 48", [_read(h, "effective.max_running_requests", "26", "48", [MAMBA])]) for h in ("sim://a", "sim://b")]
+    judged = judge_run([HostReading("sim://a"), HostReading("sim://b")], tests, [], [], [], 1)
+    assert judged.reasons == [f"max_running_requests 26 < 48: {MAMBA} (on sim://a, sim://b)", "sim://a: 1 test(s) failed", "sim://b: 1 test(s) failed"]
+
+
+def test_a_failed_benchmark_level_names_its_figure_and_the_queue_behind_the_running_cap() -> None:
+    test = _failed("sim://c", "test_streams", "benchmark failed on sim://c: 1 failure(s):", [])
+    level = {**LEVEL, "name": "concurrency=48", "verdict": "fail", "verdict_reasons": ["concurrency=48: ttft_p99_ms 640.0 ms (limit <= 250.0 ms)"], "server": {"peak_queue": 22.0, "peak_running": 26.0, "max_running_requests": 26}}
+    bench = Benchmark(test=test.nodeid, host="sim://c", outcome="failed", source="pytest-sglang", levels=[level])  # type: ignore[list-item]
+    judged = judge_run([HostReading("sim://c")], [test], [], [bench], [], 1)
+    assert judged.hosts["sim://c"].causes == ["benchmark test_streams concurrency=48: ttft_p99_ms 640.0 ms (limit <= 250.0 ms); 22 request(s) queued behind 26 running (max_running_requests 26)"]
+
+
+def test_a_host_with_many_causes_lists_the_first_and_counts_the_rest() -> None:
+    tests = [_failed("sim://c", f"test_{i}", f"assert {i} == 0", [_read("sim://c", f"effective.f{i}", str(i), None, [])]) for i in range(1, 13)]
+    causes = judge_run([HostReading("sim://c")], tests, [], [], [], 1).hosts["sim://c"].causes
+    assert len(causes) == CAUSES_SHOWN + 1 and causes[-1] == f"{12 - CAUSES_SHOWN} more cause(s)"

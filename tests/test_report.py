@@ -93,7 +93,10 @@ def test_the_json_report_holds_the_whole_run_per_host_and_validates_against_its_
     # verdicts
     assert base["verdict"] == "promote" and base["reasons"] == []
     assert cand["verdict"] == "hold"
-    assert cand["reasons"][:2] == ["1 test(s) failed", "check sglang-lint failed"]
+    # the causes first (the field, the comparison, the finding that explains it), then the counts
+    assert cand["reasons"][0] == "max_running_requests 26 < 40: capped by the mamba state cache (max_mamba_cache_size 132 // 5) [capacity.mamba-cap]"
+    assert cand["reasons"][0] in doc["reasons"][0] and doc["reasons"][0].endswith(f"(on {CANDIDATE})")
+    assert cand["reasons"][cand["reasons"].index("1 test(s) failed") + 1] == "check sglang-lint failed"
     assert any("differs from the fleet" in r for r in cand["reasons"])
 
 
@@ -151,7 +154,7 @@ def test_the_markdown_gives_a_verdict_per_host_and_what_holds_it_in_a_screenful(
     lines = md.splitlines()
     assert lines[0] == "## SGLang promotion gate: ❌ HOLD"
     assert f"| {BASELINE} | ✅ promote | — | 0.5.12 |" in md
-    assert f"| {CANDIDATE} | ❌ hold | 1 test(s) failed; check sglang-lint failed; differs from the fleet in" in md
+    assert f"| {CANDIDATE} | ❌ hold | max_running_requests 26 &lt; 40: capped by the mamba state cache" in md  # its first cause
     assert "### Failing checks" in md and f"**sglang-lint[{CANDIDATE}]**: WARNING \\[capacity.mamba-cap\\]" in md  # the check's text, escaped
     assert "### Fleet drift" in md and f"**{CANDIDATE}** differs from the fleet in" in md
     assert f"{CANDIDATE}: **WARNING** `capacity.mamba-cap`" in md

@@ -92,7 +92,7 @@ def test_the_exit_status_the_json_verdict_and_the_markdown_headline_agree(pytest
     if case.verdict == "promote":
         assert doc["reasons"] == [] and "Held because" not in md and "Not promotable" not in md
     if case.verdict == "inconclusive":
-        assert md.splitlines()[2] == f"Not promotable until measured: {BASELINE}: benchmark test_streams inconclusive: {WHY}"
+        assert md.splitlines()[2:5] == ["Not promotable until measured", "", f"- {BASELINE}: benchmark test_streams inconclusive: {WHY}"]
         assert "PROMOTE" not in md and "HOLD" not in md
     if case.verdict == "hold":
         assert md.splitlines()[2].startswith("Held because: 1 of 1 host(s) on hold")
@@ -104,7 +104,10 @@ def test_an_inconclusive_benchmark_and_a_failure_together_hold_and_say_both(pyte
     result, doc, md = _report(pytester, f"--sglang-host={CANDIDATE}", "--sglang-bench=smoke", LENIENT)
     result.assert_outcomes(passed=1, failed=1, skipped=1)
     assert doc["verdict"] == "hold"
-    assert doc["reasons"] == [f"{CANDIDATE}: 1 test(s) failed; benchmark test_streams inconclusive: {WHY}"]
+    assert doc["reasons"] == [
+        f"max_running_requests 26 < 48: capped by the mamba state cache (max_mamba_cache_size 132 // 5) [capacity.mamba-cap] (on {CANDIDATE})",
+        f"{CANDIDATE}: 1 test(s) failed; benchmark test_streams inconclusive: {WHY}",
+    ]
     assert f"### Inconclusive (not measured)\n- {CANDIDATE}: `test_streams`: {WHY}\n" in md
 
 
@@ -312,3 +315,24 @@ def test_a_front_cut_never_falls_inside_a_word(text, limit):
     assert cut.startswith("…") and text.endswith(body)
     if len(text.split(" ")[-1]) < limit - 1:
         assert body.split(" ") == text.split(" ")[-len(body.split(" ")):]
+
+
+def test_the_terminal_closes_with_the_verdict_and_its_causes_without_any_report_asked(pytester):
+    pytester.makepyfile(CONFIG + CONFIG_FAILS)
+    result = pytester.runpytest(f"--sglang-host={CANDIDATE}", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    # after pytest's failures, before its short summary: the answer, then the count
+    result.stdout.fnmatch_lines(
+        [
+            "*= FAILURES =*",
+            "*= SGLang gate: HOLD =*",
+            f"max_running_requests 26 < 48: capped by the mamba state cache (max_mamba_cache_size 132 // 5) [[]capacity.mamba-cap[]] (on {CANDIDATE})",
+            f"{CANDIDATE}: 1 test(s) failed",
+            "*= short test summary info =*",
+        ]
+    )
+    assert "report written" not in out and not list(pytester.path.glob("*.json"))
+    passing = pytester.runpytest(f"--sglang-host={CANDIDATE}", "-p", "no:cacheprovider", "-k", "not running")
+    passing.stdout.fnmatch_lines(["*= SGLang gate: PROMOTE =*"])
+    assert pytester.runpytest("-p", "no:cacheprovider", "--collect-only").stdout.str().count("SGLang gate") == 0  # no host: no verdict

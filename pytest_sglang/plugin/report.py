@@ -77,6 +77,7 @@ class ReportCollector:
         self.collect_errors: list[str] = []
         self.collect_skipped = 0
         self.messages: list[str] = []
+        self.verdict: tuple[str, list[str]] | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from pytest_sglang.plugin.report_build import report_entry
@@ -100,11 +101,16 @@ class ReportCollector:
     @pytest.hookimpl(hookwrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None, Any, None]:
         yield
-        from pytest_sglang.plugin.report_build import EXIT_MEANING, build_report
+        from pytest_sglang.plugin.report_build import EXIT_MEANING, build_report, has_hosts
         from pytest_sglang.render.report.write import write_report_files
 
+        if not self.writes and not has_hosts(self.config):
+            return  # no report asked for and no SGLang host: no verdict to give
         status = int(getattr(session, "exitstatus", exitstatus))
         document = build_report(self.config, self.reports, self.collect_errors, status, self.collect_skipped)
+        self.verdict = (document["verdict"], list(document["reasons"]))
+        if not self.writes:
+            return
         # The JSON report, the one CI reads the verdict from, is written last, and only with
         # a verdict that holds once every other report is written.
         problems = write_report_files(document, None, self.md_path, self.html_path)
@@ -125,10 +131,21 @@ class ReportCollector:
             )
             problems.update(again)
             written = [p for p in written if p not in again]
+            self.verdict = (document["verdict"], list(document["reasons"]))
         self.messages += [f"sglang: report written to {path}" for path in written]
         self.messages += [f"sglang: {problem}" for problem in problems.values()]
 
+    @property
+    def writes(self) -> bool:
+        return any(path is not None for path in (self.json_path, self.md_path, self.html_path))
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        # The gate's answer first (its causes, then the counts), then where the reports went.
+        if self.verdict is not None:
+            verdict, reasons = self.verdict
+            terminalreporter.write_sep("=", f"SGLang gate: {verdict.upper()}", bold=True, red=verdict == "hold", green=verdict == "promote", yellow=verdict == "inconclusive")
+            for reason in reasons:
+                terminalreporter.write_line(reason)
         for line in self.messages:
             terminalreporter.write_line(line)
 
@@ -165,8 +182,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or config.option.help or getattr(config.option, "markers", False):
         return  # only the controller writes, once; pytest --help and --markers run nothing
     paths = _begin(config)  # done already, unless this plugin was registered after start-up
-    if any(path is not None for path in paths.values()):
-        config.pluginmanager.register(ReportCollector(config, paths["json"], paths["md"], paths["html"]), "sglang-report")
+    # Always: with SGLang hosts, the terminal summary gives the gate's verdict and its causes.
+    config.pluginmanager.register(ReportCollector(config, paths["json"], paths["md"], paths["html"]), "sglang-report")
 
 
 def _check_paths(config: pytest.Config, paths: dict[str, Path], early: Any = None) -> None:

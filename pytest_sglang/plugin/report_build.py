@@ -170,6 +170,12 @@ def host_properties(config: pytest.Config, spec: HostSpec) -> list[tuple[str, st
     return [(name, scrub(value)) for name, value in props]
 
 
+def has_hosts(config: pytest.Config) -> bool:
+    """Whether this run has SGLang hosts (a verdict to give even with no report asked for)."""
+    state = session_state(config)
+    return state is not None and bool(state.specs)
+
+
 def build_report(config: pytest.Config, entries: list[dict[str, Any]], collect_errors: list[str], exitstatus: int, collect_skipped: int = 0) -> dict[str, Any]:
     """The run's report document, judged, from the entries and the session's hosts."""
     state = session_state(config)
@@ -180,4 +186,4 @@ def build_report(config: pytest.Config, entries: list[dict[str, Any]], collect_e
     return build_document(entries, hosts, collect_errors, exitstatus, collect_skipped)
 
 
-__all__ = ["EXIT_MEANING", "REPORT_FORMAT", "build_report", "host_properties", "report_entry", "values_read"]
+__all__ = ["EXIT_MEANING", "REPORT_FORMAT", "build_report", "has_hosts", "host_properties", "report_entry", "values_read"]

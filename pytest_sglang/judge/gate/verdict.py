@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from pytest_sglang.judge.gate.causes import bench_causes, check_causes, failed_test_causes, fleet_causes, shown
 from pytest_sglang.judge.gate.models import Benchmark, CheckRecord, Finding, RunReport, TestResult
 
 PROMOTE, HOLD, INCONCLUSIVE = "promote", "hold", "inconclusive"
@@ -43,11 +44,14 @@ class HostReading:
 
 @dataclass(frozen=True)
 class Judgment:
-    """A verdict and why it is not promote (empty for promote)."""
+    """A verdict and why it is not promote (empty for promote): ``reasons`` start with the
+    ``causes`` (one line per failing field, check or benchmark level), then the counts and
+    what is open."""
 
     verdict: str
     reasons: list[str]
     hosts: dict[str, Judgment] = field(default_factory=dict)
+    causes: list[str] = field(default_factory=list)
 
 
 def short_name(nodeid: str) -> str:
@@ -99,9 +103,15 @@ def judge_host(reading: HostReading, tests: Sequence[TestResult], checks: Sequen
     own_tests = [t for t in tests if t.host == host and not t.check]
     failing: list[str] = []
     open_: list[str] = []
-    if reading.error:
-        failing.append(f"not read: {reading.error}")
     failed = [t for t in own_tests if t.outcome in FAILED_OUTCOMES and not t.inconclusive]
+    # The causes: a host that could not be read fails every test for that one reason.
+    causes: list[str] = [f"not read: {reading.error}"] if reading.error else []
+    for test in [] if reading.error else failed:
+        bench = next((b for b in benchmarks if b.host == host and b.test == test.nodeid), None)
+        causes += (bench_causes(bench) if bench is not None else []) or failed_test_causes(test)
+    for check in checks:
+        if check.host == host and not check.passed:
+            causes += check_causes(check)
     if failed:
         failing.append(f"{len(failed)} test(s) failed")
     for test in own_tests:
@@ -123,9 +133,11 @@ def judge_host(reading: HostReading, tests: Sequence[TestResult], checks: Sequen
     if errors:
         open_.append(f"{len(errors)} error-level explain finding(s) ({', '.join(f.id for f in errors[:3])}) that no test checks (add --sglang-lint)")
     ran = [t for t in tests if t.host == host and t.outcome != "skipped"]
-    if not ran and not failing and not open_:
+    if not ran and not failing and not causes and not open_:
         open_.append("nothing was tested on this host (every test was skipped or none ran)")
-    return Judgment(HOLD if exit_status != 0 and failing else _verdict(failing, open_), failing + open_)
+    causes = shown(causes)
+    held = causes + failing
+    return Judgment(HOLD if exit_status != 0 and held else _verdict(held, open_), held + open_, causes=causes)
 
 
 def judge_run(hosts: Sequence[HostReading], tests: Sequence[TestResult], checks: Sequence[CheckRecord], benchmarks: Sequence[Benchmark], collection_errors: Sequence[str], exit_status: int, refused: Sequence[str] = ()) -> Judgment:
@@ -143,10 +155,14 @@ def judge_run(hosts: Sequence[HostReading], tests: Sequence[TestResult], checks:
         open_.append("no SGLang host in this run")
     for reading in hosts:
         host = judged[reading.host]
+        rest = host.reasons[len(host.causes) :]
+        if not rest:
+            continue  # its causes say it, with its name (and its verdict counts below)
         if host.verdict == HOLD:
-            failing.append(f"{reading.host}: {'; '.join(host.reasons)}")
+            failing.append(f"{reading.host}: {'; '.join(rest)}")
         elif host.verdict == INCONCLUSIVE:
-            open_.append(f"{reading.host}: {'; '.join(host.reasons)}")
+            open_.append(f"{reading.host}: {'; '.join(rest)}")
+    causes = shown(fleet_causes({name: j.causes for name, j in judged.items() if j.verdict != PROMOTE}))
     failing += [f"check {c.check} failed" for c in checks if c.host is None and not c.passed]
     failed_other = [t for t in other_tests if t.outcome in FAILED_OUTCOMES and not t.inconclusive]
     if failed_other:
@@ -159,7 +175,8 @@ def judge_run(hosts: Sequence[HostReading], tests: Sequence[TestResult], checks:
         failing.append(f"{len(collection_errors)} collection error(s)")
     if exit_status != 0 and (exit_status != 1 or not failing):
         failing.append(f"pytest exited with status {exit_status} ({EXIT_MEANING.get(exit_status, 'not 0')})")
-    return Judgment(HOLD if exit_status != 0 else _verdict(failing, open_), failing + open_, judged)
+    not_promoted = [j.verdict for j in judged.values() if j.verdict != PROMOTE]
+    return Judgment(HOLD if exit_status != 0 else _verdict(failing + not_promoted, open_), causes + failing + open_, judged, causes)
 
 
 def _refused_in(reasons: Iterable[str]) -> list[str]:

@@ -27,6 +27,7 @@ LEVEL_MARK = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ in
 TITLE = "## SGLang promotion gate: "
 HELD_BECAUSE = "Held because: "
 NOT_PROMOTABLE = "Not promotable until measured: "
+REASONS_SHOWN = 6
 
 
 def _cell(value: Any, limit: int = 60) -> str:
@@ -81,15 +82,14 @@ def render(doc: dict[str, Any], *, html_link: str | None = None) -> str:
     verdict = doc["verdict"]
     lines = [TITLE + (HEADLINE.get(verdict) or _cell(verdict, 20)), ""]
     hosts = doc["hosts"]
-    if verdict == HOLD:
+    if verdict in (HOLD, INCONCLUSIVE):
+        # The answer first: each cause on its own line (the gate puts them first), then the counts.
         held = [h for h in hosts if h["verdict"] == HOLD]
-        other = [r for r in doc["reasons"] if not any(r.startswith(f"{h['host']}: ") for h in held)]
-        why = ([f"{len(held)} of {len(hosts)} host(s) on hold"] if held else []) + [_cell(r, 160) for r in other]
-        if why:
-            lines += [HELD_BECAUSE + "; ".join(why[:4]) + (" …" if len(why) > 4 else ""), ""]
-    elif verdict == INCONCLUSIVE:
-        why = [_cell(r, 200) for r in doc["reasons"]]
-        lines += [NOT_PROMOTABLE + "; ".join(why[:4]) + (" …" if len(why) > 4 else ""), ""]
+        head = HELD_BECAUSE + (f"{len(held)} of {len(hosts)} host(s) on hold" if held else "") if verdict == HOLD else NOT_PROMOTABLE
+        why = [f"- {_cell(r, 240)}" for r in doc["reasons"]]
+        if len(why) > REASONS_SHOWN:
+            why = why[:REASONS_SHOWN] + [f"- … and {len(why) - REASONS_SHOWN} more (the JSON report lists them all)"]
+        lines += [head.rstrip(": "), "", *why, ""]
     if html_link:
         lines += [f"The whole run as one page (charts, findings, configuration): [{md_text(shorten_front(html_link, 60))}](<{_link_target(html_link)}>)", ""]
     if hosts:
