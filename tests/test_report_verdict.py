@@ -322,14 +322,15 @@ def test_the_terminal_closes_with_the_verdict_and_its_causes_without_any_report_
     result = pytester.runpytest(f"--sglang-host={CANDIDATE}", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
-    # after pytest's failures, before its short summary: the answer, then the count
+    # after pytest's failures and short summary, before its counts line: the answer, then the count
     result.stdout.fnmatch_lines(
         [
             "*= FAILURES =*",
+            "*= short test summary info =*",
             "*= SGLang gate: HOLD =*",
             f"max_running_requests 26 < 48: capped by the mamba state cache (max_mamba_cache_size 132 // 5) [[]capacity.mamba-cap[]] (on {CANDIDATE})",
             f"{CANDIDATE}: 1 test(s) failed",
-            "*= short test summary info =*",
+            "*= 1 failed, 1 passed in *",
         ]
     )
     assert "report written" not in out and not list(pytester.path.glob("*.json"))

@@ -61,6 +61,8 @@ class _Pick:
         # Where a body held a number that is no figure (its fault by where it was read): a
         # candidate read from there is passed over with that fault, so its provenance says why.
         self.refused_at: dict[str, str] = {}
+        self.release: str | None = None  # the SGLang version, to say which release lacks a field
+        self.server_info = "/server_info"  # where the server's arguments were read
 
     def set(self, name: str, *candidates: tuple[Any, str], requested: tuple[Any, str] | None = None, note: str | None = None) -> Any:
         passed_over: list[str] = []
@@ -93,7 +95,20 @@ class _Pick:
             return fitted
         if requested is not None or note or passed_over:
             self.provenance[name] = provenance("not reported by this target")
+        elif (unset := self._unset(candidates)) is not None:
+            self.provenance[name] = provenance(unset)
         return None
+
+    def _unset(self, candidates: tuple[tuple[Any, str], ...]) -> str | None:
+        """Why a value read from /server_info is None: the release does not report the field,
+        or reports it unset. None when the candidates came from elsewhere."""
+        sources = [source for _, source in candidates]
+        if not sources or not all(source.startswith(self.server_info + " ") for source in sources):
+            return None
+        present = [source for source in sources if not source.endswith(" (absent)")]
+        if present:
+            return f"{present[0]} = None (not set)"
+        return f"not reported by SGLang {self.release}" if self.release else "not reported by this target"
 
 
 @lru_cache(maxsize=None)
@@ -212,6 +227,7 @@ def _normalise(facts: Facts) -> Snapshot:
         return None
 
     pick = _Pick()
+    pick.release, pick.server_info = (str(version) if version else None), where_si
     pick.refused_at = {fault.split(" = ", 1)[0]: fault for fault in refused_figures}
     if version:
         pick.set("sglang_version", (str(version), f"{where_si} version" if info.get("version") else "/v1/loads version"))

@@ -139,8 +139,12 @@ class ReportCollector:
     def writes(self) -> bool:
         return any(path is not None for path in (self.json_path, self.md_path, self.html_path))
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        # The gate's answer first (its causes, then the counts), then where the reports went.
+    # Outside pytest's own summary: after its failures and its short summary, before its
+    # closing counts line, the gate's answer (its causes, then the counts), then where the
+    # reports went.
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, Any, None]:
+        yield
         if self.verdict is not None:
             verdict, reasons = self.verdict
             terminalreporter.write_sep("=", f"SGLang gate: {verdict.upper()}", bold=True, red=verdict == "hold", green=verdict == "promote", yellow=verdict == "inconclusive")

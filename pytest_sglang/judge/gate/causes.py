@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from pytest_sglang.base.secrets import clip
 from pytest_sglang.judge.gate.models import Benchmark, CheckRecord, TestResult, ValueRead
 
 # A host's causes beyond this many are counted, not listed.
@@ -26,8 +27,7 @@ _NEGATED = {">=": "<", "<=": ">", ">": "<=", "<": ">=", "!=": "==", "is not": "i
 
 
 def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…"
+    return clip(text, LINE_CHARS)
 
 
 def _field(read: ValueRead) -> str:
