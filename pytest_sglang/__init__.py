@@ -28,6 +28,7 @@ _EXPORTS = {
     "TargetError": "pytest_sglang.base.errors",
     "Facts": "pytest_sglang.model.facts",
     "Effective": "pytest_sglang.model.config",
+    "FieldNotInRelease": "pytest_sglang.model.config",
     "ModelInfo": "pytest_sglang.model.config",
     "Provenance": "pytest_sglang.model.config",
     "ServerArgs": "pytest_sglang.model.config",
@@ -49,6 +50,7 @@ __all__ = [
     "CapacityLine",
     "Effective",
     "Facts",
+    "FieldNotInRelease",
     "HostSpec",
     "ModelInfo",
     "NotReadyError",
@@ -88,7 +90,7 @@ public_paths(__name__, PUBLIC_PATHS)
 
 if TYPE_CHECKING:
     from pytest_sglang.base.errors import AuthError, NotReadyError, ParseError, SGLangError, SpecError, TargetError
-    from pytest_sglang.model.config import Effective, ModelInfo, Provenance, ServerArgs
+    from pytest_sglang.model.config import Effective, FieldNotInRelease, ModelInfo, Provenance, ServerArgs
     from pytest_sglang.model.facts import Facts
     from pytest_sglang.normaliser.snapshot import Snapshot, normalise
     from pytest_sglang.parse.lines import CapacityLine, StartupLine, parse_capacity_line, parse_startup_line

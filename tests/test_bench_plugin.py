@@ -248,6 +248,18 @@ def test_cli_runs_levels_and_judges_thresholds_with_exit_codes(tmp_path):
     assert "request_throughput" in failing.stderr and "limit >= 1000000" in failing.stderr
 
 
+def test_cli_prints_the_plugins_progress_lines_per_level_on_stderr_unless_quiet():
+    # Standard error is a pipe here, as in a CI log: progress shows all the same.
+    shown = _cli(BASELINE, "--concurrency", "1,4", "--requests", "8", "--input-len", "16", "--output-len", "4", "--json")
+    assert shown.returncode == 0, shown.stderr
+    done = [line for line in shown.stderr.splitlines() if line.endswith("(done)")]
+    assert [line.split(":")[1].strip() for line in done] == ["concurrency=1", "concurrency=4"], shown.stderr
+    assert all(line.startswith("sglang bench: concurrency=") and " 8/8 requests, " in line for line in done), shown.stderr
+    json.loads(shown.stdout)  # standard output stays the result alone
+    quiet = _cli(BASELINE, "--concurrency", "1", "--requests", "4", "--input-len", "16", "--output-len", "4", "-q")
+    assert quiet.returncode == 0 and "sglang bench:" not in quiet.stderr + quiet.stdout, quiet.stderr
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

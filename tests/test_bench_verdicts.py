@@ -269,3 +269,58 @@ def test_capacity(sglang_bench):
     result.assert_outcomes(passed=1, failed=1)  # the configuration baseline is written; the benchmark's is not
     result.stdout.fnmatch_lines(["*benchmark baseline 'test_capacity' not recorded: requests failed on*", "*2 of 4 requests failed (first: HTTP 429: too many requests)*"])
     assert not list(baselines.glob("*.bench.json"))
+
+
+def _baseline_entry(ttft_p99: float, runs: int) -> dict:
+    from pytest_sglang.judge.bench.compare import baseline_entry
+
+    levels = [_level(ttft_p99=ttft_p99 + i) for i in range(runs)]
+    return baseline_entry(BenchResult(target="sim://x", levels=levels[:1], repeats=[[lv] for lv in levels] if runs > 1 else []))
+
+
+@pytest.mark.parametrize("ttft_p99", [100.0, 400.0])  # unchanged, and four times worse
+def test_one_run_on_each_side_is_inconclusive_never_a_pass(ttft_p99):
+    from pytest_sglang.bench import compare
+
+    result = BenchResult(target="sim://x", levels=[_level(ttft_p99=ttft_p99)])
+    with pytest.raises(BenchInconclusive) as caught:
+        compare(result, _baseline_entry(100.0, 1), name="capacity", metrics=["ttft_p99_ms"])
+    assert str(caught.value) == (
+        "inconclusive on sim://x: capacity: concurrency=48: 1 baseline run(s) against 1 cannot tell a change from noise "
+        "(the smallest p they allow is 0.5, over alpha 0.05): record the baseline and run with repeats >= 3 on both sides (--sglang-bench=full)"
+    )
+    assert caught.value.levels == []  # running the level again gives as few runs: no rerun
+    assert result.levels[0].verdict == "inconclusive"
+
+
+def test_three_runs_on_each_side_are_compared():
+    from pytest_sglang.bench import compare
+
+    result = BenchResult(target="sim://x", levels=[_level()], repeats=[[_level(ttft_p99=100.0 + i)] for i in range(3)])
+    changes = compare(result, _baseline_entry(100.0, 3), metrics=["ttft_p99_ms"])
+    assert [c.status for c in changes] == ["unchanged"] and result.levels[0].verdict == "pass"
+
+
+ONE_RUN_BASELINE = """
+def test_capacity(sglang_bench):
+    result = sglang_bench.run(concurrency=[2], requests=4, input_len=16, output_len=4, repeats=1, warmup=0)
+    sglang_bench.baseline(result, name="capacity")
+"""
+
+
+@pytest.mark.parametrize("ci", [False, True])
+def test_a_one_run_benchmark_baseline_is_not_green_and_fails_under_ci(pytester, tmp_path, monkeypatch, ci):
+    monkeypatch.delenv("CI", raising=False)
+    pytester.makepyfile(ONE_RUN_BASELINE)
+    baselines = str(tmp_path / "baselines")
+    lenient = "--sglang-bench-max-lag=1000"
+    _run(pytester, f"--sglang-host={BASELINE}", f"--sglang-baseline={baselines}", "--sglang-update-baseline", "--sglang-bench=smoke", lenient).assert_outcomes(passed=2)
+    if ci:
+        monkeypatch.setenv("CI", "true")
+    result = _run(pytester, f"--sglang-host={BASELINE}", f"--sglang-baseline={baselines}", "--sglang-bench=smoke", lenient, "-rs")
+    if ci:
+        result.assert_outcomes(passed=1, failed=1)
+    else:
+        result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines([f"*inconclusive on {BASELINE}: capacity: concurrency=2: 1 baseline run(s) against 1 cannot tell a change from noise*"])
+    assert "after 3 attempts" not in result.stdout.str()  # not run again: it would have as few runs

@@ -81,3 +81,21 @@ def test_a_suite_generated_from_a_capture_replays_it_from_any_directory(pytester
     result = pytester.runpytest("-p", "no:benchmark", "suite", "-c", str(pytester.path / "suite" / "pytest.ini"))
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) >= 8 and "failed" not in outcomes and "error" not in outcomes, result.stdout.str()
+
+
+def test_a_capture_is_named_relative_to_the_ini_file_so_the_suite_moves_with_it(pytester):
+    (pytester.path / "captures").mkdir()
+    assert cli("capture", BASELINE, "-o", "captures/cap.json", cwd=pytester.path).returncode == 0
+    done = cli("init", "replay:captures/cap.json", "-o", "suite", cwd=pytester.path)
+    assert done.returncode == 0, done.stderr
+    ini = (pytester.path / "suite" / "pytest.ini").read_text()
+    assert "sglang_hosts = replay:../captures/cap.json\n" in ini and str(pytester.path) not in ini, ini
+    moved = pytester.path / "elsewhere" / "project"
+    moved.mkdir(parents=True)
+    for name in ("suite", "captures"):
+        (pytester.path / name).rename(moved / name)
+    # Run from a directory that is neither the ini file's nor the capture's.
+    result = pytester.runpytest("-p", "no:benchmark", str(moved / "suite"), "-c", str(moved / "suite" / "pytest.ini"))
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 8 and "failed" not in outcomes and "error" not in outcomes, result.stdout.str()
+    assert "sglang: replay:elsewhere/project/captures/cap.json: SGLang 0.5.12" in result.stdout.str()

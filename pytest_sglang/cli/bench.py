@@ -91,6 +91,7 @@ def add_parser(subparsers: Any) -> None:
     judge.add_argument("--level", action="append", default=[], metavar="LEVEL", help="judge only this level (concurrency, rate or level name; repeatable)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("-o", "--output", metavar="FILE", help="also write the result as JSON to FILE")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on standard error while levels run")
     add_target_options(p, host_access=False, sm=False)
     p.set_defaults(func=run)
 
@@ -142,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         from pytest_sglang.cli.main import connect_target
 
         with connect_target(args.target, args) as target:
-            progress = _stderr_progress if sys.stderr.isatty() else None
+            progress = None if args.quiet else _stderr_progress
             result = Bench(target, budget=Budget(mode="full"), progress=progress).run(repeats=args.repeats, **pattern)
     data = scrub(json.dumps(result.model_dump(mode="json"), indent=2))
     if args.output:
@@ -197,4 +198,6 @@ def _import_text() -> str:
 
 
 def _stderr_progress(progress: Any) -> None:
-    print(f"  {progress.line()}", file=sys.stderr)
+    from pytest_sglang.render.bench import progress_line
+
+    print(scrub(progress_line(progress)), file=sys.stderr, flush=True)

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise SpecError(f"-o {out}: is a file, not a directory: init writes a suite of several files into a directory; give a new or empty one")
     with connect_target(args.target, args) as target:
-        starter = generate(target, baseline_dir=args.baseline_dir)
+        starter = generate(target, baseline_dir=args.baseline_dir, ini_dir=out)
         baseline = _baseline(target, out / args.baseline_dir) if args.baseline_dir else None
         if not args.force:  # every file is checked before any is written: a run writes all or nothing
             planned = [out / name for name in starter.files] + ([baseline[0]] if baseline else [])

@@ -58,9 +58,25 @@ class _Recorded(BaseModel):
 
     def __getattribute__(self, name: str) -> Any:
         value = super().__getattribute__(name)
+        if value is None and name[:1] != "_" and name in type(self).model_fields:
+            __tracebackhide__ = True  # the test's own line is the one pytest shows
+            self._unreported(name)
         if _reads.active is not None and not name.startswith("_") and name in type(self).model_fields and name not in _UNRECORDED:
             _reads.record(self, name, value)
         return value
+
+    def _unreported(self, name: str) -> None:
+        """A declared field the source did not report: raise when the release lacks it."""
+
+
+class FieldNotInRelease(AttributeError, KeyError):
+    """A test read a field its host's SGLang release does not have. The message is one line:
+    the field, the release, the releases that have it, and its name there if it was renamed.
+    An AttributeError (``getattr(server_args, name, None)`` and ``hasattr`` keep working) and
+    a KeyError (``server_args[name]``)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class PhaseConfig(BaseModel):
@@ -148,6 +164,45 @@ class ServerArgs(_Recorded):
     admin_api_key: str | None = None
     random_seed: int | None = None
 
+    # The host's SGLang release, which says what a field the host did not report means.
+    _release: str | None = PrivateAttr(default=None)
+
+    def for_release(self, version: str | None) -> Self:
+        self._release = version
+        return self
+
+    def _missing(self, name: str, *, declared: bool = False) -> str | None:
+        """The one-line error for reading a field the host did not report, or None when its
+        release has the field (the value is then None: it was not reported), or when a
+        declared field's release is unknown (None, as it may well have it)."""
+        if not self._label:  # not read from a host (a start-up line parsed on its own)
+            return None
+        from pytest_sglang.model.knowledge.fields import has_field, missing_field
+
+        has = has_field(self._release, name)
+        if has or (has is None and declared):
+            return None
+        return missing_field(self._label, self._release, name)
+
+    def _unreported(self, name: str) -> None:
+        if name not in self.model_fields_set:
+            problem = self._missing(name, declared=True)
+            if problem:
+                __tracebackhide__ = True
+                raise FieldNotInRelease(problem)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)  # type: ignore[misc]
+        except AttributeError:
+            problem = None if name.startswith("_") else self._missing(name)
+            if problem is None:
+                if name.startswith("_") or not self._label:
+                    raise
+                return None  # the release has the field; the host did not report it
+        __tracebackhide__ = True
+        raise FieldNotInRelease(problem)
+
     # Mapping-like access to every field, typed or not.
     def as_dict(self) -> dict[str, Any]:
         out = self.model_dump(exclude_unset=True)
@@ -166,7 +221,8 @@ class ServerArgs(_Recorded):
         marker = object()
         value = self.get(name, marker)
         if value is marker:
-            raise KeyError(f"server_args has no field {name!r}")
+            problem = self._missing(name)
+            raise FieldNotInRelease(problem) if problem else KeyError(f"server_args has no field {name!r}: the host did not report it")
         return value
 
     def __contains__(self, name: object) -> bool:

@@ -201,6 +201,7 @@ def _normalise(facts: Facts) -> Snapshot:
         return None, f"{where_si} {name} (absent)"
 
     version = info.get("version") or (loads or {}).get("version")
+    server_args.for_release(str(version) if version else None)  # what an unreported field means
     launch_command, launch_source = _launch(info, where_si, host)
     refused = None
     if launch_command is not None and (len(launch_command) > MAX_COMMAND or is_refused_command(launch_command)):

@@ -190,7 +190,8 @@ class BenchPlugin:
                 # Nobody reads a skip in CI: an unmeasured gate fails, saying why.
                 why = "CI is set" if setting(self.config, "sglang_bench_inconclusive") is None else "--sglang-bench-inconclusive=fail"
                 report.outcome = "failed"
-                report.longrepr = f"{text}\n(an undecided benchmark fails because {why}; run it where the client is not starved of CPU, or pass --sglang-bench-inconclusive=skip)"
+                fix = "run it where the client is not starved of CPU" if error.levels else "run it with the repeats it names"
+                report.longrepr = f"{text}\n(an undecided benchmark fails because {why}; {fix}, or pass --sglang-bench-inconclusive=skip)"
             else:
                 # Neither pass nor fail: a skip that says why the measurement cannot be trusted.
                 report.outcome = "skipped"
@@ -241,12 +242,13 @@ def _progress_writer(config: pytest.Config, plugin: BenchPlugin) -> Any:
         return None
 
     capture = config.pluginmanager.get_plugin("capturemanager")
+    from pytest_sglang.render.bench import progress_line
 
     def show(progress: Any) -> None:
         # Live on the terminal, not into the test's captured output.
         suspended = capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
         with suspended:
-            terminal.write_line(f"sglang bench: {progress.line()}")
+            terminal.write_line(progress_line(progress))
 
     return show
 

@@ -4,6 +4,7 @@ Everything it hands to tests comes from the library (:class:`pytest_sglang.targe
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Generator, Iterator
 
 import pytest
@@ -13,7 +14,7 @@ from pytest_sglang.base.errors import SGLangError, SpecError
 from pytest_sglang.base.secrets import scrub, scrub_object
 from pytest_sglang.model.gpu import sm_from_capability
 from pytest_sglang.plugin.markers import MARKERS, unmet
-from pytest_sglang.plugin.settings import flag, number, setting, spoken, spoken_error
+from pytest_sglang.plugin.settings import flag, from_ini, number, setting, spoken, spoken_error
 from pytest_sglang.target.spec import HostSpec, parse_specs
 
 if TYPE_CHECKING:  # the models and the HTTP stack load only when a test needs a target
@@ -104,6 +105,8 @@ class SGLangPlugin:
         raw_hosts = setting(config, "sglang_hosts", "SGLANG_HOST") or []
         if isinstance(raw_hosts, str):  # SGLANG_HOST: space-separated
             raw_hosts = raw_hosts.split()
+        elif config.inipath is not None and from_ini(config, "sglang_hosts", "SGLANG_HOST"):
+            raw_hosts = [_from_ini_dir(text, config) for text in raw_hosts]
         try:
             specs = parse_specs(raw_hosts)
         except SpecError as exc:
@@ -248,6 +251,11 @@ class SGLangPlugin:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
         outcome = yield
         report = outcome.get_result()
+        if call.excinfo is not None and report.failed:
+            from pytest_sglang.model.config import FieldNotInRelease
+
+            if isinstance(call.excinfo.value, FieldNotInRelease):
+                report.longrepr = _one_line(item, call.excinfo)  # the field and release say it all
         reads = item.stash.get(READS, None)
         if report.when == "call" and report.failed and reads:
             from pytest_sglang.render.values import values_read
@@ -285,6 +293,23 @@ class SGLangPlugin:
             if not isinstance(found, SGLangError):
                 found.close()
         self._targets.clear()
+
+
+def _from_ini_dir(text: str, config: pytest.Config) -> str:
+    """``replay:FILE`` in the ini file: a relative FILE is the ini file's neighbour (as
+    ``pytest-sglang init`` writes it), given here relative to the current directory."""
+    if text[:7].lower() != "replay:" or text[7:].startswith(("/", "~")) or "://" in text:
+        return text
+    assert config.inipath is not None
+    path = config.inipath.parent / text[7:]
+    return f"replay:{os.path.relpath(path, config.invocation_params.dir)}"
+
+
+def _one_line(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+    """``FILE:LINE: message``, at the test's own line that read the value."""
+    mine = [entry for entry in excinfo.traceback if entry.path == item.path]
+    where = f"{item.path.name}:{mine[-1].lineno + 1}: " if mine else ""
+    return f"{where}{excinfo.value}"
 
 
 def speak_report(report: Any) -> None:

@@ -250,6 +250,17 @@ def placeholder_document() -> dict[str, Any]:
     }
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """JUnit XML writes a test's properties from its teardown report, each as ``str(value)``:
+    there, before it, each of ours becomes a short summary instead of a record's repr. The
+    call report keeps the records, which every report format reads."""
+    if report.when == "teardown":
+        from pytest_sglang.plugin.report_build import junit_properties
+
+        report.user_properties = junit_properties(report.user_properties)
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     if call.when == "setup":

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_sglang.base.errors import SGLangError
-from pytest_sglang.base.secrets import scrub, scrub_object
+from pytest_sglang.base.secrets import clip, scrub, scrub_object
 from pytest_sglang.judge.gate.document import REPORT_FORMAT, build_document
 from pytest_sglang.judge.gate.summary import read_host, summarize
 from pytest_sglang.judge.gate.verdict import EXIT_MEANING
@@ -29,6 +29,7 @@ HOST_PROPERTY = "sglang_host"
 # The failure section the plugin adds to a failing test (pytest_sglang/plugin/core.py, render.py).
 VALUES_SECTION = "SGLang values read by this test"
 MESSAGE_LIMIT = 300
+PROPERTY_LIMIT = 200  # a JUnit property's value, in characters
 _CAUSE = re.compile(r"\[[\w.-]+\]$")
 
 
@@ -155,6 +156,33 @@ def _bench_records(props: list[tuple[str, Any]]) -> list[dict[str, Any]]:
     return [value for name, value in props if name == BENCH_PROPERTY and isinstance(value, dict)]
 
 
+def junit_properties(props: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The properties as JUnit XML shows them: each of pytest-sglang's a one-line summary of
+    at most :data:`PROPERTY_LIMIT` characters (the JSON report carries the whole record)."""
+    return [(name, junit_value(name, value)) if isinstance(name, str) and name.startswith("sglang") else (name, value) for name, value in props]
+
+
+def junit_value(name: str, value: Any) -> str:
+    """A check's or a benchmark's record in a line: what, where, and how it went."""
+    from pytest_sglang.plugin.bench import BENCH_PROPERTY
+
+    text: str
+    if name == CHECK_PROPERTY and isinstance(value, dict):
+        where = f"{value.get('check')}[{value['host']}]" if value.get("host") else str(value.get("check"))
+        raw = value.get("failures")
+        failures: list[Any] = raw if isinstance(raw, list) else []
+        text = f"{where}: passed"
+        if failures or value.get("passed") is False:
+            text = f"{where}: failed, {len(failures)} failure(s)" + (f"; first: {failures[0]}" if failures else "")
+    elif name == BENCH_PROPERTY and isinstance(value, dict):
+        levels = [lv for lv in value.get("levels") or () if isinstance(lv, dict)]
+        verdicts = ", ".join(f"{lv.get('name')} {lv.get('verdict') or 'not judged'}" for lv in levels)
+        text = f"{value.get('target')}: {len(levels)} level(s), {value.get('repeats', 1)} run(s) each: {verdicts}"
+    else:
+        text = value if isinstance(value, str) else repr(value)
+    return clip(text, PROPERTY_LIMIT)
+
+
 def host_properties(config: pytest.Config, spec: HostSpec) -> list[tuple[str, str]]:
     """The JUnit properties of a test on this host: host, SGLang version, GPU, model."""
     props = [(HOST_PROPERTY, spec.display)]
@@ -186,4 +214,4 @@ def build_report(config: pytest.Config, entries: list[dict[str, Any]], collect_e
     return build_document(entries, hosts, collect_errors, exitstatus, collect_skipped)
 
 
-__all__ = ["EXIT_MEANING", "REPORT_FORMAT", "build_report", "has_hosts", "host_properties", "report_entry", "values_read"]
+__all__ = ["EXIT_MEANING", "REPORT_FORMAT", "build_report", "has_hosts", "host_properties", "junit_properties", "junit_value", "report_entry", "values_read"]

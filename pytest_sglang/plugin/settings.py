@@ -58,6 +58,11 @@ def setting(config: pytest.Config, name: str, env: str | None = None) -> Any:
     return _given(config, name, env)[0]
 
 
+def from_ini(config: pytest.Config, name: str, env: str | None = None) -> bool:
+    """Whether the setting's value is the ini file's (no option or environment variable gives it)."""
+    return _given(config, name, env)[1] == f"ini {name}"
+
+
 def flag(config: pytest.Config, name: str) -> bool:
     """A switch such as ``--sglang-lint`` or ini ``sglang_lint = true``."""
     return bool(setting(config, name))

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pytest_sglang.model.bench import BenchResult, LevelResult
+
+
+def progress_line(progress: Any) -> str:
+    """A running benchmark's progress (a level's requests done and seconds so far, every few
+    seconds and when it finishes), as the plugin and the command line both print it."""
+    return f"sglang bench: {progress.line()}"
 
 
 def _n(value: float | None, digits: int = 1) -> str:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from pytest_sglang.base import reads as _reads
 from pytest_sglang.base.errors import SGLangError, SpecError
 from pytest_sglang.collect.bench.load import LoadGenerator, LoadSpec, Progress, load_spec
-from pytest_sglang.judge.bench.compare import DEFAULT_METRICS, MetricChange, compare_to_baseline, levels_missing
+from pytest_sglang.judge.bench.compare import DEFAULT_METRICS, MetricChange, compare_to_baseline, levels_missing, too_few_runs
 from pytest_sglang.judge.bench.expect import corroboration, judge, request_failures
 from pytest_sglang.model.bench import BenchResult
 
@@ -281,9 +281,13 @@ def compare(
     changes = compare_to_baseline(entry, result, metrics=metrics, tolerance=tolerance, alpha=alpha, name=name, min_delta_ms=min_delta_ms)
     failing = [c for c in changes if c.failing]
     unsure = [c for c in changes if c.status == "inconclusive"]
+    # A level whose runs could never show a change at alpha is not compared: never a pass.
+    thin = too_few_runs(changes, alpha)
     for lv in result.levels:
         mine = [c for c in changes if c.level == lv.name]
-        if mine:
+        if mine and not any(c.failing for c in mine) and lv.name in thin:
+            lv.judge("inconclusive", [thin[lv.name]])
+        elif mine:
             lv.judge("fail" if any(c.failing for c in mine) else "inconclusive" if any(c.status == "inconclusive" for c in mine) else "pass", [c.line() for c in mine if c.failing or c.status == "inconclusive"])
     if failing:
         lines = [f"{name}: {len(failing)} figure(s) regressed against the baseline on {result.target}:"]
@@ -294,6 +298,8 @@ def compare(
                 if note:
                     lines.append(f"  {lv.name}: {note}")
         raise BenchFailed("\n".join(lines))
+    if thin:  # no level named: running it again gives as few runs
+        raise BenchInconclusive(f"inconclusive on {result.target}: {name}: " + "; ".join(thin.values()))
     if unsure:
         raise BenchInconclusive(f"inconclusive on {result.target}: {name}: " + "; ".join(c.line() for c in unsure), list(dict.fromkeys(c.level for c in unsure)))
     missing = levels_missing(entry, result)

@@ -75,6 +75,27 @@ def mann_whitney_p(worse: Sequence[float], better: Sequence[float]) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
+def smallest_p(baseline_runs: int, runs: int) -> float:
+    """The smallest one-sided p the exact test can give these sample sizes (every run of
+    one side beyond every run of the other): 0.5 for one run each, 0.05 for three each."""
+    return 1.0 / math.comb(baseline_runs + runs, runs) if baseline_runs and runs else 1.0
+
+
+def too_few_runs(changes: Sequence[MetricChange], alpha: float) -> dict[str, str]:
+    """Per level whose runs could never show a change at ``alpha`` (so its comparison could
+    never fail), why, in words."""
+    out: dict[str, str] = {}
+    for c in changes:
+        p = smallest_p(len(c.baseline), len(c.candidate))
+        if p > alpha and c.level not in out:
+            out[c.level] = (
+                f"{c.level}: {len(c.baseline)} baseline run(s) against {len(c.candidate)} cannot tell a change from noise "
+                f"(the smallest p they allow is {p:.2g}, over alpha {alpha:g}): record the baseline and run with repeats >= 3 "
+                "on both sides (--sglang-bench=full)"
+            )
+    return out
+
+
 @dataclass
 class MetricChange:
     level: str
