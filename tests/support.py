@@ -39,6 +39,24 @@ def artefact(name: str) -> str:
     return (ARTEFACTS / name).read_text()
 
 
+def report_counts(**given: int) -> dict[str, int]:
+    """pytest's counts as a JSON report keeps them: every category, zero unless given."""
+    return {**dict.fromkeys(("failed", "passed", "skipped", "xfailed", "xpassed", "error"), 0), **given}
+
+
+def host_section(host: str, **given: Any) -> dict[str, Any]:
+    """One host's section of a JSON report, complete as the schema requires: the fields given,
+    the others empty (not read, nothing found, no test)."""
+    empty: dict[str, Any] = {"verdict": "promote", "reasons": [], "error": None, "warnings": [], "facts": None, "effective": {}, "findings": [], "explain_error": None}
+    return {"host": host, **empty, "tests": [], "counts": report_counts(), "checks": [], "benchmarks": [], **given}
+
+
+def report_document(hosts: list[dict[str, Any]], **given: Any) -> dict[str, Any]:
+    """A whole JSON report around these host sections, complete as the schema requires."""
+    run: dict[str, Any] = {"format": 1, "tool": {"name": "pytest-sglang", "version": "0"}, "created_at": "2026-01-01T00:00:00+00:00", "exit_status": 0}
+    return {**run, "verdict": "promote", "reasons": [], "counts": report_counts(), "hosts": hosts, "run_checks": [], "tests_without_host": [], "collection_errors": [], **given}
+
+
 def shape(value: object) -> object:
     """The structure of a JSON value without its data: keys, element shapes, scalar kinds.
     Numbers are one kind (SGLang prints 0.0 and 0 for the same field); null matches anything."""

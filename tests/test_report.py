@@ -8,6 +8,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from support import host_section, report_counts, report_document
 
 from pytest_sglang.render.report.markdown import render
 from pytest_sglang.render.report.schema import load_schema, validate
@@ -205,16 +206,9 @@ def test_baseline_diffs_in_check_records_are_shown_as_a_table():
             {"path": "effective.max_total_num_tokens", "baseline": 412160, "live": 412000, "status": "within tolerance", "failing": False},
         ],
     }
-    doc = {
-        "verdict": "hold",
-        "reasons": [f"{CANDIDATE}: hold"],
-        "hosts": [{"host": CANDIDATE, "verdict": "hold", "facts": None, "error": None, "counts": {"passed": 1}, "checks": [check], "findings": [], "tests": []}],
-        "run_checks": [],
-        "tests_without_host": [],
-        "counts": {"passed": 1},
-        "exit_status": 1,
-        "tool": {"version": "0"},
-    }
+    host = host_section(CANDIDATE, verdict="hold", counts=report_counts(passed=1), checks=[check])
+    doc = report_document([host], verdict="hold", reasons=[f"{CANDIDATE}: hold"], counts=report_counts(passed=1), exit_status=1)
+    assert validate(doc) == []
     md = render(doc)
     assert "### Baseline diffs" in md
     assert f"| {CANDIDATE} | `effective.max_running_requests` | `48` | `26` | differs — explained by `capacity.mamba-cap` |" in md

@@ -22,10 +22,13 @@ from support import ROOT, property_settings
 
 from pytest_sglang.base import secrets
 from pytest_sglang.cli.main import main
+from pytest_sglang.judge.gate import RunReport
 from pytest_sglang.render.report import charts, escape, markdown
 from pytest_sglang.render.report import html as html_report
+from pytest_sglang.render.report.document import ReportError
 from pytest_sglang.render.report.schema import validate
 from pytest_sglang.render.report.series import groups
+from pytest_sglang.render.report.write import write_reports
 
 BASELINE = "sim://qwen35-122b-a10b-4xrtx6000-baseline"
 CANDIDATE = "sim://qwen35-122b-a10b-4xrtx6000-candidate"
@@ -254,6 +257,61 @@ def test_the_markdown_draws_the_levels_as_a_mermaid_chart_beside_the_table():
 def test_a_benchmark_of_one_level_gets_no_chart():
     md = markdown.render(synthetic_report(2, 1))
     assert "### Benchmarks" in md and "```mermaid" not in md
+
+
+# ---- the renderers read the report as typed data ----------------------------------------------
+
+
+def _whole_numbers(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document with whole numbers where the models type a float (a duration, a throughput,
+    a latency), as a producer may write them."""
+    for host in doc["hosts"]:
+        for test in host["tests"]:
+            test["duration"] = 3
+        for bench in host["benchmarks"]:
+            for level in bench["levels"]:
+                level["output_throughput"] = round(level["output_throughput"])
+                level["ttft"] = {name: round(value) for name, value in level["ttft"].items()}
+            for figures in bench["baseline"]["levels"].values():
+                figures["output_throughput"] = [round(v) for v in figures["output_throughput"]]
+    return doc
+
+
+def test_the_page_and_the_summary_are_the_same_from_the_json_document_and_from_the_typed_report():
+    doc = _whole_numbers(synthetic_report(3, 4))
+    report = RunReport.model_validate(doc)
+    # the typed report holds floats (3.0) where the document has whole numbers (3) ...
+    dumped = report.model_dump(mode="json", exclude_unset=True)
+    assert dumped["hosts"][0]["tests"][0]["duration"] == 3.0 and isinstance(dumped["hosts"][0]["tests"][0]["duration"], float)
+    # ... and every number is shown as it was
+    for form in (report, dumped):
+        for draw in (False, charts.available()):
+            assert html_report.render(form, charts=draw) == html_report.render(doc, charts=draw)
+        assert markdown.render(form, html_link="r.html") == markdown.render(doc, html_link="r.html")
+    assert "3.00 s" in html_report.render(doc, charts=False)
+
+
+def test_a_document_the_models_refuse_is_one_line_naming_the_field_and_no_report_is_written(tmp_path):
+    doc = synthetic_report(2, 2)
+    del doc["hosts"][1]["counts"]
+    for render in (lambda d: html_report.render(d, charts=False), markdown.render, groups):
+        with pytest.raises(ReportError, match=r"^the report does not fit the report schema: \$\.hosts\[1\]\.counts: Field required$"):
+            render(doc)
+    paths = [tmp_path / name for name in ("r.json", "r.md", "r.html")]
+    with pytest.raises(ReportError):
+        write_reports(doc, *paths)
+    assert not any(p.exists() for p in paths)
+
+
+def test_the_json_report_is_written_as_the_document_holds_it_and_a_typed_report_as_its_fields(tmp_path):
+    doc = _whole_numbers(synthetic_report(2, 2))
+    assert write_reports(doc, tmp_path / "doc.json", tmp_path / "doc.md", tmp_path / "doc.html") == []
+    assert (tmp_path / "doc.json").read_text() == json.dumps(doc, indent=2) + "\n"
+    report = RunReport.model_validate(doc)
+    assert write_reports(report, tmp_path / "typed.json", tmp_path / "typed.md", tmp_path / "typed.html") == []
+    assert RunReport.model_validate_json((tmp_path / "typed.json").read_text()) == report
+    assert (tmp_path / "typed.md").read_text() == (tmp_path / "doc.md").read_text().replace("doc.html", "typed.html")
+    assert (tmp_path / "typed.html").read_text() == (tmp_path / "doc.html").read_text()
 
 
 # ---- one escaping function per format -----------------------------------------------------------

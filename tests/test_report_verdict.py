@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support import host_section, report_counts, report_document
 
 from pytest_sglang.render.report.markdown import HEADLINE, TITLE, render
 from pytest_sglang.render.report.schema import validate
@@ -265,8 +266,9 @@ def test_levels_judged_by_the_benchmark_show_their_verdicts_and_reasons():
         {**level, "name": "concurrency=1", "verdict": "pass", "verdict_reasons": [], "attempts": 1},
     ]
     bench = {"test": f"t.py::test_streams[{CANDIDATE}]", "host": CANDIDATE, "outcome": "failed", "source": "pytest-sglang", "levels": levels, "inconclusive": None, "message": "benchmark failed"}
-    host = {"host": CANDIDATE, "verdict": "hold", "reasons": ["1 test(s) failed"], "facts": None, "error": None, "counts": {"failed": 1}, "checks": [], "findings": [], "tests": [], "benchmarks": [bench]}
-    doc = {"verdict": "hold", "reasons": [f"{CANDIDATE}: 1 test(s) failed"], "hosts": [host], "run_checks": [], "tests_without_host": [], "counts": {"failed": 1}, "exit_status": 1, "tool": {"version": "0"}}
+    host = host_section(CANDIDATE, verdict="hold", reasons=["1 test(s) failed"], counts=report_counts(failed=1), benchmarks=[bench])
+    doc = report_document([host], verdict="hold", reasons=[f"{CANDIDATE}: 1 test(s) failed"], counts=report_counts(failed=1), exit_status=1)
+    assert validate(doc) == []
     md = render(doc)
     assert f"| {CANDIDATE} | `test_streams` | concurrency=48 | 900.0 | 812.0 | 9.0 | 96/96 | 26 / 26 | ❌ fail |" in md
     assert "| concurrency=1 | 900.0 | 812.0 | 9.0 | 96/96 | 26 / 26 | ✅ pass |" in md

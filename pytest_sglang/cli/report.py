@@ -15,12 +15,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_sglang.base import files as _files
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.base.secrets import clip, scrub
 from pytest_sglang.target.spec import environment_specs, register_secrets
+
+if TYPE_CHECKING:
+    from pytest_sglang.judge.gate.models import RunReport
 
 # A report of 32 hosts with their tests and benchmarks is a few MiB.
 REPORT_CAP_BYTES = 256 * _files.MiB
@@ -66,24 +69,17 @@ def load_report(path: str) -> dict[str, Any]:
     return dict(document)
 
 
-def judged_again(document: dict[str, Any]) -> str | None:
+def judged_again(report: RunReport) -> str | None:
     """One line when the report's verdict is not the one the gate gives its contents (a report
     edited by hand, or written by another version), else None. The report is rendered as it
     is: its verdict is what the run's gate decided."""
-    from pydantic import ValidationError
+    from pytest_sglang.judge.gate import disagreement, rejudge
 
-    from pytest_sglang.judge.gate import RunReport, disagreement, rejudge
-
-    try:
-        report = RunReport.model_validate(document)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
-        return f"the report's verdict could not be judged again: {where}: {clip(error['msg'], 120)}"
     return disagreement(report, rejudge(report))
 
 
 def run(args: argparse.Namespace) -> int:
+    from pytest_sglang.render.report.document import ReportError, report_of
     from pytest_sglang.render.report.write import write_reports
 
     if not args.html and not args.md:
@@ -106,13 +102,17 @@ def run(args: argparse.Namespace) -> int:
     # in any spelling (a planted or hostile file) shows none of it.
     register_secrets(environment_specs())
     document = load_report(args.report)
-    differs = judged_again(document)
+    shown_as = "standard input" if args.report == "-" else args.report
+    try:  # read through the report's models once, for the gate and both renderers
+        report = report_of(document)
+    except ReportError as exc:  # the schema file let it pass: the models are the stricter reading
+        raise SpecError(f"JSON report {shown_as} is not a pytest-sglang report: {exc.problem}") from None
+    differs = judged_again(report)
     if differs:
         print(scrub(f"pytest-sglang: {differs}"), file=sys.stderr)
     try:
-        problems = write_reports(document, None, md_path, html_path, html_link=args.link, charts=False if args.no_charts else None)
+        problems = write_reports(report, None, md_path, html_path, html_link=args.link, charts=False if args.no_charts else None)
     except Exception as exc:  # the last guard: the schema check leaves nothing a renderer fails on
-        shown_as = "standard input" if args.report == "-" else args.report
         raise SpecError(f"JSON report {shown_as} could not be rendered ({clip(exc, 160)}); every field the schema types was valid") from None
     if problems:
         raise SpecError(problems[0])

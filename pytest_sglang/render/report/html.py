@@ -22,12 +22,13 @@ import base64
 import hashlib
 import json
 from collections import Counter
-from typing import Any, Iterable, Sequence, Union
+from typing import Any, Iterable, Mapping, Sequence, Union
 
+from pytest_sglang.judge.gate.models import CheckRecord, HostSection, RunReport
 from pytest_sglang.render.report import charts as chart_module
-from pytest_sglang.render.report.document import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, baseline_diffs, short_name, summary_line
+from pytest_sglang.render.report.document import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, FieldDifference, baseline_changes, baseline_diffs, report_of, short_name, summary_line
 from pytest_sglang.render.report.escape import html_text as _t
-from pytest_sglang.render.report.series import FAIL, Group, figure, groups, level_state, number_text
+from pytest_sglang.render.report.series import FAIL, Group, figure, host_groups, level_state, number_text, server_figure
 
 VERDICT_WORD = {PROMOTE: "PROMOTE", HOLD: "HOLD", INCONCLUSIVE: "INCONCLUSIVE"}
 REASONS_SHOWN = 6  # reasons in the headline; the rest one click away
@@ -190,52 +191,51 @@ def _num(value: Any) -> str:
     return number_text(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else "–"
 
 
-def _host_ids(doc: dict[str, Any]) -> dict[str, str]:
-    return {str(h["host"]): f"host-{i + 1}" for i, h in enumerate(doc.get("hosts") or ())}
+def _host_ids(doc: RunReport) -> dict[str, str]:
+    return {h.host: f"host-{i + 1}" for i, h in enumerate(doc.hosts)}
 
 
 # ---- the verdict and the hosts -----------------------------------------------------------------
 
 
-def _headline(doc: dict[str, Any]) -> str:
-    verdict = str(doc.get("verdict"))
-    reasons = [str(r) for r in doc.get("reasons") or ()]
+def _headline(doc: RunReport) -> str:
+    verdict = doc.verdict
+    reasons = doc.reasons
     lead = {HOLD: "Held because:", INCONCLUSIVE: "Not promotable until measured:", PROMOTE: "Nothing failed and nothing is open."}.get(verdict, "")
     shown = "".join(f"<li>{_t(r)}</li>" for r in reasons[:REASONS_SHOWN])
     more = ""
     if len(reasons) > REASONS_SHOWN:
         rest = "".join(f"<li>{_t(r)}</li>" for r in reasons[REASONS_SHOWN:])
         more = f"<details><summary>{len(reasons) - REASONS_SHOWN} more reason(s)</summary><ol class=reasons start={REASONS_SHOWN + 1}>{rest}</ol></details>"
-    tool = doc.get("tool") or {}
     return (
         f'<header id="verdict" class="verdict {_t(verdict)}">'
         f'<h1>SGLang promotion gate: <span class="word">{_t(VERDICT_WORD.get(verdict, verdict))}</span></h1>'
         f"<p><strong>{_t(lead)}</strong></p>"
         + (f"<ol class=reasons>{shown}</ol>{more}" if shown else "")
-        + f'<p class="meta">{_t(summary_line(doc.get("counts") or {}))} · pytest exit status {_t(doc.get("exit_status"))} · '
-        f'{len(doc.get("hosts") or ())} host(s) · {_t(doc.get("created_at"))} · {_t(tool.get("name", "pytest-sglang"))} {_t(tool.get("version", ""))}</p>'
+        + f'<p class="meta">{_t(summary_line(doc.counts))} · pytest exit status {_t(doc.exit_status)} · '
+        f'{len(doc.hosts)} host(s) · {_t(doc.created_at)} · {_t(doc.tool.name)} {_t(doc.tool.version)}</p>'
         "</header>"
     )
 
 
-def _hosts_table(doc: dict[str, Any], ids: dict[str, str]) -> str:
-    hosts = doc.get("hosts") or []
+def _hosts_table(doc: RunReport, ids: dict[str, str]) -> str:
+    hosts = doc.hosts
     if not hosts:
         return '<section id="hosts"><h2>Hosts</h2><p class="empty">No SGLang host in this run.</p></section>'
     rows = []
     for h in hosts:
-        facts = h.get("facts") or {}
-        checks = h.get("checks") or []
-        failed = sum(1 for c in checks if not c.get("passed"))
+        facts = h.facts
+        checks = h.checks
+        failed = sum(1 for c in checks if not c.passed)
         rows.append(
             [
-                f'<a href="#{ids[str(h["host"])]}">{_t(h["host"])}</a>',
-                _verdict_badge(str(h.get("verdict"))),
-                _t("; ".join(h.get("reasons") or []) or "—"),
-                _t(facts.get("sglang_version") or "—"),
-                _t(facts.get("model") or "—"),
-                _t(facts.get("gpu") or "—"),
-                _t(summary_line(h.get("counts") or {})),
+                f'<a href="#{ids[h.host]}">{_t(h.host)}</a>',
+                _verdict_badge(h.verdict),
+                _t("; ".join(h.reasons) or "—"),
+                _t((facts and facts.sglang_version) or "—"),
+                _t((facts and facts.model) or "—"),
+                _t((facts and facts.gpu) or "—"),
+                _t(summary_line(h.counts)),
                 _t(f"{len(checks) - failed}/{len(checks)} passed" if checks else "—"),
             ]
         )
@@ -268,14 +268,13 @@ def _bench_table(group: Group) -> str:
     classes = []
     for run in group.runs:
         bench = run.bench
-        base_levels = ((bench.get("baseline") or {}).get("levels") or {}) if isinstance(bench.get("baseline"), dict) else {}
-        for lv in bench.get("levels") or ():
+        base_levels = bench.baseline.levels if bench.baseline is not None else {}
+        for lv in bench.levels:
             state, reasons = level_state(bench, lv)
-            server = lv.get("server") if isinstance(lv.get("server"), dict) else {}
-            running = _num((server or {}).get("peak_running"))
-            cap = (server or {}).get("max_running_requests")
+            running = _num(server_figure(lv, "peak_running"))
+            cap = server_figure(lv, "max_running_requests")
             running += f" / {_num(cap)}" if cap is not None else ""
-            base = base_levels.get(str(lv.get("name"))) or {}
+            base = base_levels.get(lv.name) or {}
             spread = []
             for metric, label in (("output_throughput", "tok/s"), ("ttft_p99_ms", "p99 TTFT ms")):
                 values = [v for v in base.get(metric) or () if isinstance(v, (int, float))]
@@ -284,15 +283,15 @@ def _bench_table(group: Group) -> str:
             rows.append(
                 [
                     f"{run.number} {_t(run.host)}",
-                    _t(lv.get("name")),
+                    _t(lv.name),
                     _num(figure(lv, "output_throughput")),
                     _num(figure(lv, "ttft_p50")),
                     _num(figure(lv, "ttft_p99")),
                     _num(figure(lv, "itl_p50")),
                     _num(figure(lv, "itl_p99")),
-                    _t(f"{lv.get('completed', 0)}/{lv.get('requests', 0)}"),
+                    _t(f"{lv.completed}/{lv.requests}"),
                     _t(running),
-                    _num((server or {}).get("peak_queue")),
+                    _num(server_figure(lv, "peak_queue")),
                     _t("; ".join(spread) or "—"),
                     _badge(state) + (f' <span class="note">{_t("; ".join(reasons))}</span>' if reasons else ""),
                 ]
@@ -302,8 +301,8 @@ def _bench_table(group: Group) -> str:
     return f'<div class="scroll">{_table(head, rows, row_classes=classes, numeric={2, 3, 4, 5, 6, 9})}</div>'
 
 
-def _benchmarks(doc: dict[str, Any], draw: bool) -> str:
-    found = groups(doc)
+def _benchmarks(doc: RunReport, draw: bool) -> str:
+    found = host_groups(doc.hosts)
     if not found:
         return ""
     out = ['<section id="benchmarks"><h2>Benchmarks</h2>']
@@ -327,26 +326,26 @@ def _benchmarks(doc: dict[str, Any], draw: bool) -> str:
 # ---- the fleet ------------------------------------------------------------------------------------
 
 
-def _fleet_values(host: dict[str, Any]) -> dict[str, str]:
-    values = {f"facts.{name}": _value((host.get("facts") or {}).get(name)) for name in FLEET_FACTS}
-    values.update({f"effective.{name}": _value((entry or {}).get("value")) for name, entry in (host.get("effective") or {}).items()})
+def _fleet_values(host: HostSection) -> dict[str, str]:
+    values = {f"facts.{name}": _value(getattr(host.facts, name, None)) for name in FLEET_FACTS}
+    values.update({f"effective.{name}": _value(entry.value) for name, entry in host.effective.items()})
     return values
 
 
-def _fleet(doc: dict[str, Any], ids: dict[str, str]) -> str:
-    hosts = [h for h in doc.get("hosts") or () if h.get("facts")]
-    if len(doc.get("hosts") or ()) < 2:
+def _fleet(doc: RunReport, ids: dict[str, str]) -> str:
+    hosts = [h for h in doc.hosts if h.facts]
+    if len(doc.hosts) < 2:
         return ""
-    values = {str(h["host"]): _fleet_values(h) for h in hosts}
+    values = {h.host: _fleet_values(h) for h in hosts}
     fields = sorted({f for v in values.values() for f in v})
     differing = [f for f in fields if len({v.get(f, "(absent)") for v in values.values()}) > 1]
     out = ['<section id="fleet"><h2>Fleet: hosts by the fields where they differ</h2>']
-    for check in doc.get("run_checks") or ():
-        if check.get("check") == "sglang-fleet":
-            status = _badge("passed" if check.get("passed") else "failed")
-            notes = [_t(n) for n in check.get("notes") or ()]
+    for check in doc.run_checks:
+        if check.check == "sglang-fleet":
+            status = _badge("passed" if check.passed else "failed")
+            notes = [_t(n) for n in check.notes]
             out.append(f"<p>Check <code>sglang-fleet</code> {status} {' '.join(f'<span class=note>{n}</span>' for n in notes)}</p>")
-    unread = [str(h["host"]) for h in doc.get("hosts") or () if not h.get("facts")]
+    unread = [h.host for h in doc.hosts if not h.facts]
     if unread:
         out.append(f"<p class=note>Not read, so not compared: {_t(', '.join(unread))}</p>")
     if not differing:
@@ -369,62 +368,62 @@ def _fleet(doc: dict[str, Any], ids: dict[str, str]) -> str:
 # ---- one host --------------------------------------------------------------------------------------
 
 
-def _facts(host: dict[str, Any]) -> str:
-    facts = host.get("facts")
+def _facts(host: HostSection) -> str:
+    facts = host.facts
     if not facts:
         return ""
-    rows = "".join(f"<dt>{_t(label)}</dt><dd>{_t(_value(facts.get(key)) if facts.get(key) is not None else '—')}</dd>" for label, key in FACT_ROWS)
-    return f"<h3>GPU and version</h3><p>{_t(facts.get('describe'))}</p><dl class=facts>{rows}</dl>"
+    rows = "".join(f"<dt>{_t(label)}</dt><dd>{_t(_value(getattr(facts, key)) if getattr(facts, key) is not None else '—')}</dd>" for label, key in FACT_ROWS)
+    return f"<h3>GPU and version</h3><p>{_t(facts.describe)}</p><dl class=facts>{rows}</dl>"
 
 
-def _findings(host: dict[str, Any]) -> str:
-    findings = host.get("findings") or []
+def _findings(host: HostSection) -> str:
+    findings = host.findings
     out = ["<h3>Explain findings</h3>"]
-    if host.get("explain_error"):
-        out.append(f"<p class=note>{_t(host['explain_error'])}</p>")
+    if host.explain_error:
+        out.append(f"<p class=note>{_t(host.explain_error)}</p>")
     if not findings:
         out.append("<p class=empty>None.</p>")
         return "".join(out)
     order = {"error": 0, "warning": 1, "info": 2}
     rows = []
-    for f in sorted(findings, key=lambda f: order.get(str(f.get("severity")), 3)):
-        asked = "not requested" if f.get("requested") is None else f"requested {_value(f.get('requested'))}"
-        knob = f"<code>{_t(f.get('setting'))}</code>: {_t(asked)}, in effect {_t(_value(f.get('effective')))}"
-        if f.get("predicted") is not None and f.get("predicted") != f.get("effective"):
-            knob += f", predicted {_t(_value(f.get('predicted')))}"
-        rows.append([_badge(f.get("severity")), f"<strong>{_t(f.get('title'))}</strong><br>{_t(f.get('summary'))}<br><span class=note>rule <code>{_t(f.get('rule'))}</code></span>", knob, _t(f.get("status"))])
+    for f in sorted(findings, key=lambda f: order.get(f.severity, 3)):
+        asked = "not requested" if f.requested is None else f"requested {_value(f.requested)}"
+        knob = f"<code>{_t(f.setting)}</code>: {_t(asked)}, in effect {_t(_value(f.effective))}"
+        if f.predicted is not None and f.predicted != f.effective:
+            knob += f", predicted {_t(_value(f.predicted))}"
+        rows.append([_badge(f.severity), f"<strong>{_t(f.title)}</strong><br>{_t(f.summary)}<br><span class=note>rule <code>{_t(f.rule)}</code></span>", knob, _t(f.status)])
     out.append(_table(["severity", "cause", "the knobs", "status"], rows))
     return "".join(out)
 
 
-def _baseline_check(check: dict[str, Any]) -> str:
+def _baseline_check(check: CheckRecord) -> str:
     """The baseline diff of one host, grouped by cause: one block per change (the fields of one
     setting and what follows from it), its fields under it."""
     diffs = baseline_diffs(check)
-    state = check.get("baseline")
-    out = [f"<h4>Baseline <span class=mono>{_t(check.get('path') or check.get('file') or '')}</span> {_badge('passed' if check.get('passed') else 'failed')}</h4>"]
+    state = check.baseline
+    out = [f"<h4>Baseline <span class=mono>{_t(check.path or check.file or '')}</span> {_badge('passed' if check.passed else 'failed')}</h4>"]
     if state in ("missing", "new"):
-        out.append(f"<p class=note>{_t(check.get('message') or ('no baseline yet' if state == 'new' else 'no baseline'))}</p>")
-    if check.get("summary"):
-        out.append(f"<p>{_t(check['summary'])}</p>")
-    by_group: dict[str, list[dict[str, Any]]] = {}
+        out.append(f"<p class=note>{_t(check.message or ('no baseline yet' if state == 'new' else 'no baseline'))}</p>")
+    if check.summary:
+        out.append(f"<p>{_t(check.summary)}</p>")
+    by_group: dict[str, list[FieldDifference]] = {}
     for d in diffs:
-        by_group.setdefault(str(d.get("group") or ""), []).append(d)
+        by_group.setdefault(str(d.group or ""), []).append(d)
     shown: set[str] = set()
-    for change in check.get("groups") or ():
-        name = str(change.get("name") or "")
-        members = by_group.get(name) or [d for d in diffs if d.get("path") in (change.get("fields") or ())]
-        shown.update(str(d.get("path")) for d in members)
+    for change in baseline_changes(check):
+        name = change.name
+        members = by_group.get(name) or [d for d in diffs if d.path in (change.fields or ())]
+        shown.update(str(d.path) for d in members)
         cause = ""
-        if change.get("finding"):
-            cause = f"<p>Cause: <code>{_t(change['finding'])}</code> {_t(change.get('finding_summary') or '')}</p>"
-        follows = f"<p class=note>follows from: {_t(change['follows_from'])}</p>" if change.get("follows_from") else ""
-        failing = " failing" if change.get("failing") else ""
+        if change.finding:
+            cause = f"<p>Cause: <code>{_t(change.finding)}</code> {_t(change.finding_summary or '')}</p>"
+        follows = f"<p class=note>follows from: {_t(change.follows_from)}</p>" if change.follows_from else ""
+        failing = " failing" if change.failing else ""
         out.append(
-            f'<div class="change{failing}"><strong>{_t(change.get("title") or change.get("line") or name)}</strong> {_badge(change.get("status"), "fail" if change.get("failing") else "info")}'
+            f'<div class="change{failing}"><strong>{_t(change.title or change.line or name)}</strong> {_badge(change.status, "fail" if change.failing else "info")}'
             f"{cause}{follows}{_diff_table(members)}</div>"
         )
-    rest = [d for d in diffs if str(d.get("path")) not in shown]
+    rest = [d for d in diffs if str(d.path) not in shown]
     if rest:
         out.append(f"<div class=change><strong>other differences</strong>{_diff_table(rest)}</div>")
     if not diffs and state == "found":
@@ -432,70 +431,68 @@ def _baseline_check(check: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _diff_table(diffs: list[dict[str, Any]]) -> str:
+def _diff_table(diffs: list[FieldDifference]) -> str:
     rows = []
     for d in diffs:
-        sources = "; ".join(f"{side}: {src}" for side, src in (("baseline", d.get("baseline_source")), ("live", d.get("live_source"))) if src)
-        status = _t(d.get("status")) + (f" <span class=note>{_t(d.get('note'))}</span>" if d.get("note") else "")
-        rows.append([f"<code>{_t(d.get('path') or d.get('field'))}</code>", _t(_value(d.get("baseline"))), _t(_value(d.get("live"))), status, f"<span class=note>{_t(sources)}</span>"])
+        sources = "; ".join(f"{side}: {src}" for side, src in (("baseline", d.baseline_source), ("live", d.live_source)) if src)
+        status = _t(d.status) + (f" <span class=note>{_t(d.note)}</span>" if d.note else "")
+        rows.append([f"<code>{_t(d.name)}</code>", _t(_value(d.baseline)), _t(_value(d.live)), status, f"<span class=note>{_t(sources)}</span>"])
     return _table(["field", "baseline", "live", "status", "read from"], rows) if rows else ""
 
 
-def _checks(host: dict[str, Any]) -> str:
-    checks = host.get("checks") or []
+def _checks(host: HostSection) -> str:
+    checks = host.checks
     if not checks:
         return ""
     out = ["<h3>Checks</h3>"]
     for check in checks:
-        if check.get("check") == "sglang-baseline":
+        if check.check == "sglang-baseline":
             out.append(_baseline_check(check))
             continue
-        out.append(f"<h4><code>{_t(check.get('check'))}</code> {_badge('passed' if check.get('passed') else 'failed')}</h4>")
-        out.append(_list((_t(line) for line in check.get("failures") or ()), "mono"))
-        out.append(_list((f"<span class=note>{_t(line)}</span>" for line in check.get("notes") or ())))
+        out.append(f"<h4><code>{_t(check.check)}</code> {_badge('passed' if check.passed else 'failed')}</h4>")
+        out.append(_list((_t(line) for line in check.failures), "mono"))
+        out.append(_list((f"<span class=note>{_t(line)}</span>" for line in check.notes)))
     return "".join(out)
 
 
-def _tests(host: dict[str, Any]) -> str:
-    tests = host.get("tests") or []
-    out = [f"<h3>Tests <span class=note>{_t(summary_line(host.get('counts') or {}))}</span></h3>"]
+def _tests(host: HostSection) -> str:
+    tests = host.tests
+    out = [f"<h3>Tests <span class=note>{_t(summary_line(host.counts))}</span></h3>"]
     for t in tests:
-        if t.get("outcome") not in FAILED_OUTCOMES and not t.get("inconclusive"):
+        if t.outcome not in FAILED_OUTCOMES and not t.inconclusive:
             continue
-        kind = "inconclusive" if t.get("inconclusive") else str(t.get("outcome"))
-        out.append(f"<h4><code>{_t(short_name(str(t.get('nodeid'))))}</code> {_badge(kind)}</h4><p class=mono>{_t(t.get('inconclusive') or t.get('message') or '')}</p>")
-        reads = t.get("values_read") or []
-        if reads:
+        kind = "inconclusive" if t.inconclusive else t.outcome
+        out.append(f"<h4><code>{_t(short_name(t.nodeid))}</code> {_badge(kind)}</h4><p class=mono>{_t(t.inconclusive or t.message or '')}</p>")
+        if t.values_read:
             rows = [
-                [f"<code>{_t(r.get('name'))}</code>", _t(r.get("value")), _t(r.get("requested") if r.get("requested_source") is not None else "—"), _t("; ".join([*(r.get("causes") or ()), *(r.get("notes") or ())])), f"<span class=note>{_t(r.get('source'))}</span>"]
-                for r in reads
+                [f"<code>{_t(r.name)}</code>", _t(r.value), _t(r.requested if r.requested_source is not None else "—"), _t("; ".join([*r.causes, *r.notes])), f"<span class=note>{_t(r.source)}</span>"]
+                for r in t.values_read
             ]
             out.append(_table(["value read", "in effect", "requested", "why", "read from"], rows))
     if tests:
-        rows = [[f"<code>{_t(short_name(str(t.get('nodeid'))))}</code>", _badge(t.get("outcome")), f"{float(t.get('duration') or 0):.2f} s", _t(t.get("message") or "")] for t in tests]
+        rows = [[f"<code>{_t(short_name(t.nodeid))}</code>", _badge(t.outcome), f"{t.duration:.2f} s", _t(t.message or "")] for t in tests]
         out.append(f"<details><summary>all {len(tests)} test(s)</summary>{_table(['test', 'outcome', 'duration', 'message'], rows, numeric={2})}</details>")
     return "".join(out)
 
 
-def _effective(host: dict[str, Any], index: int, few_hosts: bool) -> str:
-    effective = host.get("effective") or {}
+def _effective(host: HostSection, index: int, few_hosts: bool) -> str:
+    effective = host.effective
     if not effective:
         return ""
     table_id = f"cfg-{index}"
     rows, classes = [], []
     for name, entry in effective.items():
-        entry = entry or {}
-        asked = entry.get("requested_source") is not None
-        changed = asked and entry.get("requested") != entry.get("value")
-        requested = _t(_value(entry.get("requested"))) if asked else "<span class=note>—</span>"
+        asked = entry.requested_source is not None
+        changed = asked and entry.requested != entry.value
+        requested = _t(_value(entry.requested)) if asked else "<span class=note>—</span>"
         rows.append(
             [
                 f"<code>{_t(name)}</code>",
-                _t(_value(entry.get("value"))),
+                _t(_value(entry.value)),
                 requested,
-                _t(entry.get("source")),
-                _t(entry.get("requested_source") or ""),
-                _t(entry.get("note") or ""),
+                _t(entry.source),
+                _t(entry.requested_source or ""),
+                _t(entry.note or ""),
             ]
         )
         classes.append("changed" if changed else "")
@@ -510,19 +507,18 @@ def _effective(host: dict[str, Any], index: int, few_hosts: bool) -> str:
     return f"<details{opened}><summary>Effective configuration: {len(rows)} values, {changed_count} differ from what was requested</summary>{box}{table}</details>"
 
 
-def _host(host: dict[str, Any], index: int, few_hosts: bool) -> str:
-    out = [f'<section class="host" id="host-{index}"><h2>{_t(host.get("host"))} {_verdict_badge(str(host.get("verdict")))}</h2>']
-    reasons = host.get("reasons") or []
-    if reasons:
-        out.append(f"<ol class=reasons>{''.join(f'<li>{_t(r)}</li>' for r in reasons)}</ol>")
-    if host.get("error"):
-        out.append(f"<p><strong>Not read:</strong> <span class=mono>{_t(host['error'])}</span></p>")
-    for warning in host.get("warnings") or ():
+def _host(host: HostSection, index: int, few_hosts: bool) -> str:
+    out = [f'<section class="host" id="host-{index}"><h2>{_t(host.host)} {_verdict_badge(host.verdict)}</h2>']
+    if host.reasons:
+        out.append(f"<ol class=reasons>{''.join(f'<li>{_t(r)}</li>' for r in host.reasons)}</ol>")
+    if host.error:
+        out.append(f"<p><strong>Not read:</strong> <span class=mono>{_t(host.error)}</span></p>")
+    for warning in host.warnings:
         out.append(f"<p class=note>warning: {_t(warning)}</p>")
-    out.append(_findings(host) if host.get("facts") else "")
+    out.append(_findings(host) if host.facts else "")
     out.append(_checks(host))
     out.append(_tests(host))
-    if host.get("facts"):
+    if host.facts:
         out.append("<h3>Effective configuration</h3>")
         out.append(_effective(host, index, few_hosts))
         out.append(_facts(host))
@@ -530,41 +526,42 @@ def _host(host: dict[str, Any], index: int, few_hosts: bool) -> str:
     return "".join(out)
 
 
-def _other(doc: dict[str, Any]) -> str:
+def _other(doc: RunReport) -> str:
     out = []
-    tests = doc.get("tests_without_host") or []
-    failing = [t for t in tests if t.get("outcome") in FAILED_OUTCOMES]
+    failing = [t for t in doc.tests_without_host if t.outcome in FAILED_OUTCOMES]
     if failing:
-        rows = [[f"<code>{_t(short_name(str(t.get('nodeid'))))}</code>", _badge(t.get("outcome")), _t(t.get("message") or "")] for t in failing]
+        rows = [[f"<code>{_t(short_name(t.nodeid))}</code>", _badge(t.outcome), _t(t.message or "")] for t in failing]
         out.append("<h2>Failing tests without an SGLang host</h2>" + _table(["test", "outcome", "message"], rows))
-    errors = doc.get("collection_errors") or []
+    errors = doc.collection_errors
     if errors:
         out.append("<h2>Collection errors</h2>" + _list(f"<code>{_t(e)}</code>" for e in errors))
     return "".join(out)
 
 
-def _nav(doc: dict[str, Any], has_bench: bool, has_fleet: bool) -> str:
+def _nav(doc: RunReport, has_bench: bool, has_fleet: bool) -> str:
     links = ['<a href="#verdict">verdict</a>', '<a href="#hosts">hosts</a>']
     if has_bench:
         links.append('<a href="#benchmarks">benchmarks</a>')
     if has_fleet:
         links.append('<a href="#fleet">fleet</a>')
-    for i, h in enumerate(doc.get("hosts") or (), 1):
-        links.append(f'<a href="#host-{i}" class="to {_t(h.get("verdict"))}">{_t(h.get("host"))}</a>')
+    for i, h in enumerate(doc.hosts, 1):
+        links.append(f'<a href="#host-{i}" class="to {_t(h.verdict)}">{_t(h.host)}</a>')
     return f"<nav>{''.join(links)}</nav>"
 
 
-def render(doc: dict[str, Any], *, charts: bool | None = None) -> str:
-    """The page for a JSON report document. ``charts``: draw the benchmark charts (default:
-    when the ``report`` extra is installed); without them the figures are tables."""
+def render(document: RunReport | Mapping[str, Any], *, charts: bool | None = None) -> str:
+    """The page for a run's report (a :class:`RunReport` or its JSON document). ``charts``:
+    draw the benchmark charts (default: when the ``report`` extra is installed); without them
+    the figures are tables."""
+    doc = report_of(document)
     draw = chart_module.available() if charts is None else charts
     ids = _host_ids(doc)
-    hosts = doc.get("hosts") or []
+    hosts = doc.hosts
     benchmarks = _benchmarks(doc, draw)
     fleet = _fleet(doc, ids)
     style = STYLE + _swatch_style()
     policy = f"default-src 'none'; style-src '{_hash(style)}'; script-src '{_hash(SCRIPT)}'; img-src 'none'; base-uri 'none'; form-action 'none'"
-    verdict = str(doc.get("verdict"))
+    verdict = doc.verdict
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -580,7 +577,7 @@ def render(doc: dict[str, Any], *, charts: bool | None = None) -> str:
         fleet,
         *(_host(h, i, len(hosts) <= 4) for i, h in enumerate(hosts, 1)),
         _other(doc),
-        f'<footer>{_t(summary_line(doc.get("counts") or {}))} · written by pytest-sglang from the JSON report of {_t(doc.get("created_at"))}</footer>',
+        f'<footer>{_t(summary_line(doc.counts))} · written by pytest-sglang from the JSON report of {_t(doc.created_at)}</footer>',
         f"</main><script>{SCRIPT}</script></body></html>",
     ]
     return "\n".join(p for p in parts if p) + "\n"

@@ -12,12 +12,13 @@ never becomes markup or HTML."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from pytest_sglang.base.secrets import scrub
-from pytest_sglang.render.report.document import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, baseline_diffs, bench_name, short_name, summary_line
+from pytest_sglang.judge.gate.models import CheckRecord, HostSection, RunReport, ValueRead
+from pytest_sglang.render.report.document import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, FieldDifference, baseline_diffs, bench_name, report_of, short_name, summary_line
 from pytest_sglang.render.report.escape import md_code, md_text
-from pytest_sglang.render.report.series import level_state
+from pytest_sglang.render.report.series import level_state, server_figure
 from pytest_sglang.render.report.text import shorten, shorten_front
 
 LIMIT = 8  # lines per list: the comment stays readable without scrolling
@@ -65,10 +66,10 @@ def _capped_rows(rows: list[str], columns: int, what: str) -> list[str]:
     return rows[:LIMIT] + [f"| … | {len(rows) - LIMIT} more {what} (see the JSON report) |" + " |" * (columns - 2)]
 
 
-def _checks_cell(checks: list[dict[str, Any]]) -> str:
+def _checks_cell(checks: Sequence[CheckRecord]) -> str:
     if not checks:
         return "—"
-    failed = sum(1 for c in checks if not c.get("passed"))
+    failed = sum(1 for c in checks if not c.passed)
     return f"{len(checks) - failed}/{len(checks)} passed"
 
 
@@ -76,17 +77,18 @@ def _number(value: Any) -> str:
     return f"{value:.1f}" if isinstance(value, (int, float)) else "–"
 
 
-def render(doc: dict[str, Any], *, html_link: str | None = None) -> str:
-    """The summary of a JSON report document; ``html_link``: where the HTML report is (a
-    relative path or a URL), linked under the verdict."""
-    verdict = doc["verdict"]
+def render(doc: RunReport | Mapping[str, Any], *, html_link: str | None = None) -> str:
+    """The summary of a run's report (a :class:`RunReport` or its JSON document);
+    ``html_link``: where the HTML report is (a relative path or a URL), linked under the verdict."""
+    report = report_of(doc)
+    verdict = report.verdict
     lines = [TITLE + (HEADLINE.get(verdict) or _cell(verdict, 20)), ""]
-    hosts = doc["hosts"]
+    hosts = report.hosts
     if verdict in (HOLD, INCONCLUSIVE):
         # The answer first: each cause on its own line (the gate puts them first), then the counts.
-        held = [h for h in hosts if h["verdict"] == HOLD]
+        held = [h for h in hosts if h.verdict == HOLD]
         head = HELD_BECAUSE + (f"{len(held)} of {len(hosts)} host(s) on hold" if held else "") if verdict == HOLD else NOT_PROMOTABLE
-        why = [f"- {_cell(r, 240)}" for r in doc["reasons"]]
+        why = [f"- {_cell(r, 240)}" for r in report.reasons]
         if len(why) > REASONS_SHOWN:
             why = why[:REASONS_SHOWN] + [f"- … and {len(why) - REASONS_SHOWN} more (the JSON report lists them all)"]
         lines += [head.rstrip(": "), "", *why, ""]
@@ -95,75 +97,74 @@ def render(doc: dict[str, Any], *, html_link: str | None = None) -> str:
     if hosts:
         lines += ["| host | verdict | why | SGLang | model | GPU | tests | checks |", "|---|---|---|---|---|---|---|---|"]
         for h in hosts:
-            facts = h.get("facts") or {}
+            facts = h.facts
             lines.append(
-                f"| {_host(h['host'])} | {MARK.get(h['verdict']) or _cell(h['verdict'], 20)} | {_cell('; '.join(h.get('reasons') or []), 90)} | {_cell(facts.get('sglang_version'))} | {_cell(facts.get('model'), 40)} "
-                f"| {_cell(facts.get('gpu'), 48)} | {_cell(summary_line(h['counts']), 120)} | {_checks_cell(h['checks'])} |"
+                f"| {_host(h.host)} | {MARK.get(h.verdict) or _cell(h.verdict, 20)} | {_cell('; '.join(h.reasons), 90)} | {_cell(facts and facts.sglang_version)} | {_cell(facts and facts.model, 40)} "
+                f"| {_cell(facts and facts.gpu, 48)} | {_cell(summary_line(h.counts), 120)} | {_checks_cell(h.checks)} |"
             )
         lines.append("")
-    unread = [f"- **{_host(h['host'])}**: {_cell(h['error'], 200)}" for h in hosts if h.get("error")]
+    unread = [f"- **{_host(h.host)}**: {_cell(h.error, 200)}" for h in hosts if h.error]
     if unread:
         lines += ["### Hosts not read", *_capped(unread, "hosts"), ""]
 
-    checks = [c for h in hosts for c in h["checks"]] + list(doc.get("run_checks", []))
+    checks = [c for h in hosts for c in h.checks] + list(report.run_checks)
     failing = []
     for c in checks:
-        if c.get("passed"):
+        if c.passed:
             continue
-        where = f"[{_host(c['host'])}]" if c.get("host") else ""
-        first = (c.get("failures") or ["failed"])[0]
-        more = len(c.get("failures") or []) - 1
-        failing.append(f"- **{_cell(c['check'])}{where}**: {_cell(first, 160)}" + (f" (+{more} more)" if more > 0 else ""))
+        where = f"[{_host(c.host)}]" if c.host else ""
+        first = (c.failures or ["failed"])[0]
+        more = len(c.failures) - 1
+        failing.append(f"- **{_cell(c.check)}{where}**: {_cell(first, 160)}" + (f" (+{more} more)" if more > 0 else ""))
     if failing:
         lines += ["### Failing checks", *_capped(failing, "failing checks"), ""]
 
     diffs = []
     for c in checks:
         for d in baseline_diffs(c):
-            if d.get("failing") is False:
+            if d.failing is False:
                 continue
-            field = d.get("path") or d.get("field") or "?"
-            explained = f" — explained by {_name(d['finding'], 50)}" if d.get("finding") else ""
-            diffs.append(f"| {_host(c.get('host'))} | {_name(field, 60)} | {_code(d.get('baseline'))} | {_code(d.get('live'))} | {_cell(d.get('status'), 20)}{explained} |")
+            explained = f" — explained by {_name(d.finding, 50)}" if d.finding else ""
+            diffs.append(f"| {_host(c.host)} | {_name(d.name or '?', 60)} | {_code(d.baseline)} | {_code(d.live)} | {_cell(d.status, 20)}{explained} |")
     if diffs:
         lines += ["### Baseline diffs", "| host | field | baseline | live | status |", "|---|---|---|---|---|", *_capped_rows(diffs, 5, "differences"), ""]
 
     drift = []
-    for c in doc.get("run_checks", []):
-        for host, host_diffs in (c.get("differences") or {}).items():
-            fields = ", ".join(_name(d.get("field"), 80) for d in host_diffs[:5]) + (f" and {len(host_diffs) - 5} more" if len(host_diffs) > 5 else "")
+    for c in report.run_checks:
+        for host, host_diffs in (c.differences or {}).items():
+            fields = ", ".join(_name(FieldDifference.read(d).field, 80) for d in host_diffs[:5]) + (f" and {len(host_diffs) - 5} more" if len(host_diffs) > 5 else "")
             drift.append(f"- **{_host(host)}** differs from the fleet in {len(host_diffs)} field(s): {fields}")
     if drift:
         lines += ["### Fleet drift", *_capped(drift, "hosts"), ""]
 
     findings = []
     for h in hosts:
-        for f in h["findings"]:
-            if f["severity"] in ("error", "warning"):
-                findings.append(f"- {_host(h['host'])}: **{_cell(str(f['severity']).upper(), 20)}** {_name(f['id'])} {_cell(f['title'], 120)}")
+        for f in h.findings:
+            if f.severity in ("error", "warning"):
+                findings.append(f"- {_host(h.host)}: **{_cell(f.severity.upper(), 20)}** {_name(f.id)} {_cell(f.title, 120)}")
     findings.sort(key=lambda line: "**WARNING**" in line)  # errors first
     if findings:
         lines += ["### Findings (errors and warnings)", *_capped(findings, "findings"), ""]
 
     lines += _benchmarks(hosts)
 
-    tests = [t for h in hosts for t in h["tests"]] + list(doc.get("tests_without_host", []))
-    unsure = [f"- {_host(t['host'])}: {_name(bench_name(t['nodeid']), 80)}: {_cell(t['inconclusive'], 300)}" for t in tests if t.get("inconclusive") and t["outcome"] not in FAILED_OUTCOMES]
+    tests = [t for h in hosts for t in h.tests] + list(report.tests_without_host)
+    unsure = [f"- {_host(t.host)}: {_name(bench_name(t.nodeid), 80)}: {_cell(t.inconclusive, 300)}" for t in tests if t.inconclusive and t.outcome not in FAILED_OUTCOMES]
     if unsure:
         lines += ["### Inconclusive (not measured)", *_capped(unsure, "inconclusive tests"), ""]
     broken = []
     for t in tests:
-        if t["outcome"] not in FAILED_OUTCOMES:
+        if t.outcome not in FAILED_OUTCOMES:
             continue
-        broken.append(f"- {_name(short_name(t['nodeid']), 120)} {_cell(t['outcome'], 20)}: {_cell(t.get('message'), 160)}")
-        reads = t.get("values_read") or []
+        broken.append(f"- {_name(short_name(t.nodeid), 120)} {_cell(t.outcome, 20)}: {_cell(t.message, 160)}")
+        reads = t.values_read
         broken += [f"  - {_value_read(r)}" for r in reads[:3]]
         if len(reads) > 3:
             broken.append(f"  - … and {len(reads) - 3} more values read (see the JSON report)")
     if broken:
         lines += ["### Failing tests", *_capped_tests(broken), ""]
 
-    lines.append(f"<sub>{_cell(summary_line(doc['counts']), 200)} · pytest exit status {_cell(doc['exit_status'], 20)} · pytest-sglang {_cell(doc['tool']['version'], 40)}</sub>")
+    lines.append(f"<sub>{_cell(summary_line(report.counts), 200)} · pytest exit status {_cell(report.exit_status, 20)} · pytest-sglang {_cell(report.tool.version, 40)}</sub>")
     return "\n".join(lines) + "\n"
 
 
@@ -175,38 +176,37 @@ def _capped_tests(lines: list[str]) -> list[str]:
     return lines[: starts[LIMIT]] + [f"- … and {len(starts) - LIMIT} more failing tests (see the JSON report)"]
 
 
-def _value_read(read: dict[str, Any]) -> str:
+def _value_read(read: ValueRead) -> str:
     """``effective.max_running_requests`` = `26`, requested `48` (launch command ...): capped by ... [rule]"""
-    text = f"{_name(read.get('name'), 60)} = {_code(read.get('value'), 40)}"
-    if read.get("requested_source") is not None:
-        asked = read.get("requested")
+    text = f"{_name(read.name, 60)} = {_code(read.value, 40)}"
+    if read.requested_source is not None:
+        asked = read.requested
         shown = "nothing" if asked in (None, "nothing") else _code(asked, 40)
-        text += f", requested {shown} ({_cell(read['requested_source'], 70)})"
-    causes = read.get("causes") or []
+        text += f", requested {shown} ({_cell(read.requested_source, 70)})"
+    causes = read.causes
     if causes:
         text += ": " + "; ".join(_cell(c, 140) for c in causes[:2])
     return text
 
 
-def _benchmarks(hosts: list[dict[str, Any]]) -> list[str]:
+def _benchmarks(hosts: Sequence[HostSection]) -> list[str]:
     rows: list[str] = []
     why: list[str] = []
     for h in hosts:
-        for b in h.get("benchmarks") or ():
-            name = bench_name(b["test"])
-            for lv in b.get("levels") or ():
-                server = lv.get("server") or {}
-                peak = server.get("peak_running")
-                cap = server.get("max_running_requests")
+        for b in h.benchmarks:
+            name = bench_name(b.test)
+            for lv in b.levels:
+                peak = server_figure(lv, "peak_running")
+                cap = server_figure(lv, "max_running_requests")
                 running = f"{peak:g}" if isinstance(peak, (int, float)) else "–"
                 running += f" / {_cell(cap, 20)}" if cap is not None else ""
                 state, reasons = level_state(b, lv)
                 rows.append(
-                    f"| {_host(h['host'])} | {_name(name, 50)} | {_cell(lv['name'], 30)} | {_number(lv.get('output_throughput'))} | {_number((lv.get('ttft') or {}).get('p99'))} "
-                    f"| {_number((lv.get('itl') or {}).get('p99'))} | {_cell(lv.get('completed', 0), 20)}/{_cell(lv.get('requests', 0), 20)} | {running} | {LEVEL_MARK.get(state) or _cell(state, 20)} |"
+                    f"| {_host(h.host)} | {_name(name, 50)} | {_cell(lv.name, 30)} | {_number(lv.output_throughput)} | {_number(lv.ttft.p99)} "
+                    f"| {_number(lv.itl and lv.itl.p99)} | {_cell(lv.completed, 20)}/{_cell(lv.requests, 20)} | {running} | {LEVEL_MARK.get(state) or _cell(state, 20)} |"
                 )
                 if state in ("fail", "inconclusive"):
-                    why.append(f"- {_host(h['host'])} {_name(name, 50)} {_cell(lv['name'], 30)}: {LEVEL_MARK[state]}: {_cell('; '.join(reasons) or '—', 300)}")
+                    why.append(f"- {_host(h.host)} {_name(name, 50)} {_cell(lv.name, 30)}: {LEVEL_MARK[state]}: {_cell('; '.join(reasons) or '—', 300)}")
     if not rows:
         return []
     table = ["| host | benchmark | level | output tok/s | p99 TTFT ms | p99 ITL ms | completed | server running / max | result |", "|---|---|---|---|---|---|---|---|---|"]

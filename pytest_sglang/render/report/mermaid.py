@@ -10,11 +10,12 @@ labels pass through :func:`~pytest_sglang.render.report.escape.mermaid_text` all
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Sequence
 
+from pytest_sglang.judge.gate.models import HostSection
 from pytest_sglang.render.report.charts import PALETTE
 from pytest_sglang.render.report.escape import md_text, mermaid_text
-from pytest_sglang.render.report.series import Chart, Group, groups
+from pytest_sglang.render.report.series import Chart, Group, host_groups
 from pytest_sglang.render.report.text import shorten_front
 
 # Mermaid's lines take the palette's first colours in order; each has a square that looks like it.
@@ -23,10 +24,10 @@ MAX_LINES = len(SQUARES)
 CHARTS = (("throughput", "output_throughput", "Output throughput", "tokens/s"), ("ttft", "ttft_p99", "p99 time to first token", "ms"))
 
 
-def charts(hosts: list[dict[str, Any]]) -> list[str]:
+def charts(hosts: Sequence[HostSection]) -> list[str]:
     """Markdown lines: the charts of every benchmark of these hosts (none without benchmarks)."""
     out: list[str] = []
-    for group in groups({"hosts": hosts}):
+    for group in host_groups(hosts):
         if len(group.levels) < 2:
             continue  # one level: a point per host, which the table says better
         out += _group(group)

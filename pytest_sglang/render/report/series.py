@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
-from pytest_sglang.render.report.document import FAILED_OUTCOMES, bench_name
+from pytest_sglang.judge.gate.models import BenchLevel, Benchmark, HostSection, RunReport, Stat
+from pytest_sglang.render.report.document import FAILED_OUTCOMES, bench_name, report_of
 
 # What a level's result is called where it is drawn.
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
-# Figures of a level, by the name the charts use: (where in the level record, which statistic).
+# Figures of a level, by the name the charts use: (the level's field, which statistic of it).
 FIGURES: dict[str, tuple[str, str | None]] = {
     "output_throughput": ("output_throughput", None),
     "ttft_p50": ("ttft", "median"),
@@ -104,7 +105,7 @@ class HostRun:
 
     number: int
     host: str
-    bench: dict[str, Any]
+    bench: Benchmark  # its levels: those of the group's mode
 
 
 @dataclass
@@ -126,39 +127,59 @@ class Group:
 # ---- a level --------------------------------------------------------------------------------
 
 
-def level_state(bench: dict[str, Any], level: dict[str, Any]) -> tuple[str, list[str]]:
+def level_state(bench: Benchmark, level: BenchLevel) -> tuple[str, list[str]]:
     """A level's result and why: its verdict when it was judged (pass, fail, inconclusive),
     else what the test that ran it says."""
-    validity = level.get("validity") or {}
-    verdict = level.get("verdict")
-    reasons = [str(r) for r in level.get("verdict_reasons") or ()]
-    if verdict == INCONCLUSIVE or (verdict is None and validity.get("verdict") == INCONCLUSIVE):
-        reasons = reasons or [str(r) for r in validity.get("reasons") or ()]
+    validity = Validity.read(level.validity)
+    verdict: str | None = level.verdict
+    reasons = [str(r) for r in level.verdict_reasons or ()]
+    if verdict == INCONCLUSIVE or (verdict is None and validity.verdict == INCONCLUSIVE):
+        reasons = reasons or validity.reasons
     if verdict is None:
-        if bench.get("inconclusive"):
+        if bench.inconclusive:
             verdict = INCONCLUSIVE
-            reasons = reasons or [str(bench["inconclusive"])]
-        elif validity.get("verdict") == INCONCLUSIVE:
+            reasons = reasons or [bench.inconclusive]
+        elif validity.verdict == INCONCLUSIVE:
             verdict = INCONCLUSIVE
-        elif bench.get("outcome") in FAILED_OUTCOMES:
+        elif bench.outcome in FAILED_OUTCOMES:
             verdict = FAIL
-            reasons = reasons or ([str(bench["message"])] if bench.get("message") else [])
-    failed = level.get("failed") or 0
-    if failed and verdict in (FAIL, INCONCLUSIVE):
-        errors = level.get("errors") or []
-        reasons.append(f"{failed} of {level.get('requests', 0)} requests failed" + (f": {errors[0]}" if errors else ""))
-    attempts = level.get("attempts") or 1
+            reasons = reasons or ([bench.message] if bench.message else [])
+    if level.failed and verdict in (FAIL, INCONCLUSIVE):
+        errors = level.errors or []
+        reasons.append(f"{level.failed} of {level.requests} requests failed" + (f": {errors[0]}" if errors else ""))
+    attempts = level.attempts or 1
     if attempts > 1 and verdict is not None:
         reasons.append(f"after {attempts} attempts")
-    return (verdict or str(bench.get("outcome") or "—")), reasons
+    return (verdict or bench.outcome or "—"), reasons
 
 
-def figure(level: dict[str, Any], name: str) -> float | None:
+@dataclass(frozen=True)
+class Validity:
+    """A level's ``validity`` record (pytest_sglang.model.bench.Validity as JSON): whether its
+    figures can be trusted, and why not."""
+
+    verdict: Any
+    reasons: list[str]
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> Validity:
+        return cls(record.get("verdict"), [str(r) for r in record.get("reasons") or ()])
+
+
+def server_figure(level: BenchLevel, name: str) -> Any:
+    """What the server's /metrics said during a level (``peak_running``, ``max_running_requests``
+    ...), as the level's ``server`` record holds it, or None."""
+    return (level.server or {}).get(name)
+
+
+def figure(level: BenchLevel, name: str) -> float | None:
     """A level's figure by chart name (``ttft_p99``, ``peak_running`` ...), or None."""
     where, stat = FIGURES[name]
-    value = level.get(where)
+    if where == "server":
+        return _number(server_figure(level, stat or ""))
+    value = getattr(level, where)
     if stat is not None:
-        value = value.get(stat) if isinstance(value, dict) else None
+        value = getattr(value, stat) if isinstance(value, Stat) else None
     return _number(value)
 
 
@@ -177,10 +198,10 @@ def number_text(value: float) -> str:
     return f"{value:.3g}" if abs(value) < 10 else f"{value:.1f}"
 
 
-def _level_key(level: dict[str, Any], mode: str) -> tuple[float, str]:
+def _level_key(level: BenchLevel, mode: str) -> tuple[float, str]:
     """Where a level sits on its axis: the concurrency or the rate (the name breaks ties)."""
     for field_name in (("rate", "concurrency") if mode == "rate" else ("concurrency", "rate")):
-        value = _number(level.get(field_name))
+        value = _number(getattr(level, field_name))
         if value is not None:
             return value, _level_label(value, field_name)
     return math.inf, ""
@@ -194,33 +215,37 @@ def _level_label(value: float, field_name: str) -> str:
 # ---- grouping -------------------------------------------------------------------------------
 
 
-def groups(doc: dict[str, Any]) -> list[Group]:
-    """Every benchmark of the report, grouped by benchmark name and load mode, hosts numbered
-    in the report's order (the same number, so the same colour, on every chart of a group)."""
-    found: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
-    for host in doc.get("hosts") or ():
-        for bench in host.get("benchmarks") or ():
-            levels = [lv for lv in bench.get("levels") or () if isinstance(lv, dict)]
-            if not levels:
+def groups(doc: RunReport | Mapping[str, Any]) -> list[Group]:
+    """Every benchmark of the report (a :class:`RunReport` or its JSON document), grouped by
+    benchmark name and load mode, hosts numbered in the report's order (the same number, so
+    the same colour, on every chart of a group)."""
+    return host_groups(report_of(doc).hosts)
+
+
+def host_groups(hosts: Iterable[HostSection]) -> list[Group]:
+    """:func:`groups` of these hosts."""
+    found: dict[tuple[str, str], list[tuple[str, Benchmark]]] = {}
+    for host in hosts:
+        for bench in host.benchmarks:
+            if not bench.levels:
                 continue
-            modes = {str(lv.get("mode") or "imported") for lv in levels}
-            for mode in sorted(modes):
-                own = [lv for lv in levels if str(lv.get("mode") or "imported") == mode]
-                name = bench_name(str(bench.get("test") or "benchmark"))
-                found.setdefault((name, mode), []).append((str(host.get("host")), {**bench, "levels": own}))
+            for mode in sorted({lv.mode for lv in bench.levels}):
+                own = [lv for lv in bench.levels if lv.mode == mode]
+                name = bench_name(bench.test or "benchmark")
+                found.setdefault((name, mode), []).append((host.host, bench.model_copy(update={"levels": own})))
     return [_group(name, mode, members) for (name, mode), members in found.items()]
 
 
-def _group(name: str, mode: str, members: list[tuple[str, dict[str, Any]]]) -> Group:
+def _group(name: str, mode: str, members: list[tuple[str, Benchmark]]) -> Group:
     positions: dict[str, tuple[float, str]] = {}
     unnamed = 0
     for _, bench in members:
-        for lv in bench["levels"]:
+        for lv in bench.levels:
             key = _level_key(lv, mode)
             if key[0] == math.inf:
                 unnamed += 1
                 key = (math.inf, f"#{unnamed}")
-            positions.setdefault(str(lv.get("name")), key)
+            positions.setdefault(lv.name, key)
     ordered = sorted(set(positions.values()), key=lambda k: (k[0], k[1]))
     labels = [label for _, label in ordered]
     index = {key: i for i, key in enumerate(ordered)}
@@ -246,9 +271,9 @@ def _chart(chart_id: str, title: str, unit: str, runs: list[HostRun], x_of: dict
     for run in runs:
         for name, dashed in figures:
             points = []
-            for lv in run.bench["levels"]:
+            for lv in run.bench.levels:
                 value = figure(lv, name)
-                x = x_of.get(str(lv.get("name")))
+                x = x_of.get(lv.name)
                 if value is None or x is None:
                     continue
                 state, _ = level_state(run.bench, lv)
@@ -264,21 +289,21 @@ def _chart(chart_id: str, title: str, unit: str, runs: list[HostRun], x_of: dict
 
 
 def _band(run: HostRun, name: str, x_of: dict[str, int]) -> Band | None:
-    baseline = run.bench.get("baseline")
+    baseline = run.bench.baseline
     metric = BASELINE_FIGURE.get(name)
-    if not isinstance(baseline, dict) or metric is None:
+    if baseline is None or metric is None:
         return None
     spans = []
     repeats = 0
-    for level_name, figures in (baseline.get("levels") or {}).items():
-        values = [v for v in (_number(x) for x in (figures or {}).get(metric) or ()) if v is not None]
-        x = x_of.get(str(level_name))
+    for level_name, figures in baseline.levels.items():
+        values = [v for v in (_number(x) for x in figures.get(metric) or ()) if v is not None]
+        x = x_of.get(level_name)
         if values and x is not None:
             spans.append((x, min(values), max(values)))
             repeats = max(repeats, len(values))
     if not spans:
         return None
-    return Band(run.number, name, sorted(spans), str(baseline.get("name") or ""), baseline.get("key"), repeats)
+    return Band(run.number, name, sorted(spans), baseline.name, baseline.key, repeats)
 
 
 def _same_band(a: Band, b: Band) -> bool:
@@ -289,9 +314,8 @@ def _same_band(a: Band, b: Band) -> bool:
 def _rules(runs: Iterable[HostRun]) -> list[Rule]:
     by_value: dict[float, list[int]] = {}
     for run in runs:
-        for lv in run.bench["levels"]:
-            server = lv.get("server") if isinstance(lv.get("server"), dict) else {}
-            value = _number((server or {}).get("max_running_requests"))
+        for lv in run.bench.levels:
+            value = _number(server_figure(lv, "max_running_requests"))
             if value is not None and run.number not in by_value.setdefault(value, []):
                 by_value[value].append(run.number)
     return [Rule(value, numbers) for value, numbers in sorted(by_value.items())]
