@@ -146,7 +146,7 @@ HOSTS = {"http://gpu1:30000": BASELINE}
 PRELUDE = {
     ("docs/effective.md", "effective.max_running_requests"): f"from pytest_sglang import connect\neffective = connect({CANDIDATE!r}).effective\n",
     # a field the profile's release reports (docs/fixtures.md says what an older release does)
-    ("docs/fixtures.md", "server_args.mamba_radix_cache_strategy"): f"from pytest_sglang import connect\nserver_args = connect({RELEASE_0523!r}).server_args\n",
+    ("docs/fixtures.md", "server_args.enable_dp_lm_head"): f"from pytest_sglang import connect\nserver_args = connect({RELEASE_0523!r}).server_args\n",
     ("docs/launch-commands.md", 'parse_launch_command(open("launch.sh").read())'): "from pytest_sglang.launch import parse_launch_command\n",
     ("docs/library.md", 'with connect("http://gpu1:30000", timeout=10)'): "from pytest_sglang import connect\n",
     ("docs/library.md", "parse_launch_command(command_text"): "command_text = 'python -m sglang.launch_server --model-path m --tp 4'\n",
@@ -169,7 +169,11 @@ BEFORE = {("docs/baselines.md", 'load_baseline("baselines/qwen35-prod.json")'): 
 # A command block whose output the page shows in a block of its own, after some prose.
 SHOWN_APART = {("docs/explain.md", "pytest-sglang explain --startup-line server.log"): "values that differ from SGLang 0.5.12's defaults"}
 # Blocks that read the report a gate run writes (the run of docs/reports.md's sample command).
-NEEDS_GATE_REPORT = [("docs/reports.md", "pytest-sglang report sglang-report.json --html"), ("docs/reports.md", 'validate(json.load(open("report.json")))')]
+NEEDS_GATE_REPORT = [
+    ("docs/reports.md", "pytest-sglang report sglang-report.json --html"),
+    ("docs/reports.md", 'problems = validate(json.load(open("report.json")))'),
+    ("docs/reports.md", 'report = RunReport.model_validate(json.load(open("report.json")))'),
+]
 
 
 def _key(block: Block, table: dict | list) -> tuple[str, str] | None:
