@@ -80,10 +80,12 @@ def test_update_writes_then_the_check_passes_then_the_candidate_fails_with_typed
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "7 problem(s) with the SGLang baseline:",
+            "8 problem(s) with the SGLang baseline:",
             "  max_running_requests: 48 -> 26 ?capacity.mamba-cap: *? (3 fields)",
             "    effective.max_running_requests: 48 -> 26 (from /server_info*)",
-            "  prefill CUDA graph: on -> off ?pcg.multimodal: *? (4 fields)",
+            "  enforce_piecewise_cuda_graph: True -> False (6 fields)",
+            "*and what follows from it:",
+            "      effective.prefill_cuda_graph: True -> False * ?explained by pcg.multimodal: *?",
         ]
     )
     (record,) = check_records(pytester, f"--sglang-host={CANDIDATE}", "--sglang-baseline=base")
@@ -116,14 +118,14 @@ def test_tolerances_from_the_file_and_the_ini_pass_inside_and_fail_outside(pytes
     (path,) = base.glob("*.json")
 
     def drift(doc):  # type: ignore[no-untyped-def]
-        doc["effective"]["max_total_num_tokens"]["value"] = int(412160 * 1.02)
-        doc["server_args"]["mem_fraction_static"] = 0.785
+        doc["effective"]["max_total_num_tokens"]["value"] = int(550484 * 1.02)
+        doc["server_args"]["mem_fraction_static"] = 0.79
 
     edit(path, drift)
     result = run(pytester, f"--sglang-host={BASELINE}", "--sglang-baseline=base")
     result.assert_outcomes(failed=1)
     # one change: the KV pool (max_total_num_tokens) is sized from mem_fraction_static
-    result.stdout.fnmatch_lines(["1 problem(s) with the SGLang baseline:", "  mem_fraction_static: 0.785 -> 0.77714 * (2 fields)", "*server_args.mem_fraction_static: 0.785 -> 0.77714*", "*effective.max_total_num_tokens: 420403 -> 412160*"])
+    result.stdout.fnmatch_lines(["1 problem(s) with the SGLang baseline:", "  mem_fraction_static: 0.79 -> 0.785126* (2 fields)", "*server_args.mem_fraction_static: 0.79 -> 0.785126*", "*effective.max_total_num_tokens: 561493 -> 550484*"])
 
     edit(path, lambda d: d.__setitem__("policy", {"effective.max_total_num_tokens": {"relative": "5%"}}))
     pytester.makeini("[pytest]\nsglang_baseline_policy =\n    server_args.mem_fraction_*  = absolute 0.01\n")
@@ -138,7 +140,7 @@ def test_tolerances_from_the_file_and_the_ini_pass_inside_and_fail_outside(pytes
     edit(path, lambda d: d.__setitem__("policy", {"effective.max_total_num_tokens": {"relative": 0.01}}))
     result = run(pytester, f"--sglang-host={BASELINE}", "--sglang-baseline=base")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["1 problem(s) with the SGLang baseline:", "*server_args.mem_fraction_static: 0.785 -> 0.77714 * - within tolerance*", "*max_total_num_tokens: 420403 -> 412160 * outside the tolerance relative 1%*"])
+    result.stdout.fnmatch_lines(["1 problem(s) with the SGLang baseline:", "*server_args.mem_fraction_static: 0.79 -> 0.785126* - within tolerance*", "*max_total_num_tokens: 561493 -> 550484 * outside the tolerance relative 1%*"])
 
 
 def test_a_waiver_passes_until_it_expires_and_then_fails_saying_so(pytester):

@@ -31,6 +31,9 @@ RUN = ("-p", "no:benchmark", "-p", "no:cacheprovider")
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PROFILES = ["qwen35-122b-a10b-4xrtx6000-baseline", "qwen35-122b-a10b-4xrtx6000-candidate", "llama31-8b-1xh100-0.5.9", "qwen35-122b-a10b-4xrtx6000-0.5.23"]
 PCG_FIELDS = {"effective.prefill_cuda_graph", "effective.prefill_cuda_graph_backend", "server_args.disable_piecewise_cuda_graph", "findings.pcg.multimodal"}
+# The baseline enforces its piecewise CUDA graph; the candidate does not, and the multimodal rule turns it off.
+PCG_CHANGE = "server_args.enforce_piecewise_cuda_graph"
+ENFORCE_FIELDS = {PCG_CHANGE, "launch.requested.enforce_piecewise_cuda_graph"}
 MRR_FIELDS = {"effective.max_running_requests", "effective.max_running_requests_total", "findings.capacity.mamba-cap"}
 
 
@@ -91,7 +94,7 @@ def test_the_seed_candidate_checked_against_the_baseline_file_is_a_few_changes_r
     baseline_file = json.loads((pytester.path / "base" / "qwen35.json").read_text())
     record = check_record(pytester, f"--sglang-host={CANDIDATE}", "--sglang-baseline=base")
     expected = differing_fields(baseline_file, docs[1])
-    assert len(expected) == 33  # the seed case: two real changes, four added flags
+    assert len(expected) == 36  # the seed case: one change SGLang made, six flags changed, one that follows
 
     groups = record["groups"]
     assert 1 < len(groups) <= 8
@@ -100,12 +103,12 @@ def test_the_seed_candidate_checked_against_the_baseline_file_is_a_few_changes_r
     assert {d["path"] for d in record["diffs"]} == expected
     assert all(g["failing"] for g in groups) and len(record["failures"]) == len(groups)
 
-    # the real changes first: piecewise CUDA graphs off, max_running_requests capped
-    first, second = groups[0], groups[1]
-    assert {first["name"], second["name"]} == {"effective.prefill_cuda_graph", "effective.max_running_requests"}
-    pcg, mrr = (first, second) if first["name"] == "effective.prefill_cuda_graph" else (second, first)
-    assert set(pcg["fields"]) == PCG_FIELDS
-    assert (pcg["finding"], pcg["baseline_value"], pcg["live_value"], pcg["kind"]) == ("pcg.multimodal", "on", "off", "sglang")
+    # the change SGLang made first: max_running_requests capped; the piecewise CUDA graph follows
+    # from --enforce-piecewise-cuda-graph left out (the multimodal rule then turns it off)
+    mrr, pcg = groups[0], next(g for g in groups if g["name"] == PCG_CHANGE)
+    assert mrr["name"] == "effective.max_running_requests"
+    assert set(pcg["fields"]) == PCG_FIELDS | ENFORCE_FIELDS and set(pcg["consequences"]) == PCG_FIELDS
+    assert (pcg["baseline_value"], pcg["live_value"], pcg["kind"]) == ("True", "False", "requested")
     assert set(mrr["fields"]) == MRR_FIELDS
     assert (mrr["finding"], mrr["baseline_value"], mrr["live_value"], mrr["kind"]) == ("capacity.mamba-cap", "48", "26", "sglang")
     assert any(cause.startswith("mamba_scheduler_strategy 'no_buffer' -> 'extra_buffer'") for cause in mrr["follows_from"])
@@ -121,10 +124,11 @@ def test_the_seed_candidate_checked_against_the_baseline_file_is_a_few_changes_r
     # the failure shows each change once, its fields under it
     # (a change a warning explains first: the mamba cap binds the 48 asked for)
     assert record["failures"][0].startswith("max_running_requests: 48 -> 26 [capacity.mamba-cap")
-    failure = next(f for f in record["failures"] if f.startswith("prefill CUDA graph: on -> off [pcg.multimodal"))
-    assert failure.count("\n") == len(PCG_FIELDS)
+    failure = next(f for f in record["failures"] if f.startswith("enforce_piecewise_cuda_graph: True -> False"))
+    assert failure.count("\n") == len(PCG_FIELDS | ENFORCE_FIELDS) + 1  # and a line saying what follows from it
+    assert "effective.prefill_cuda_graph: True -> False" in failure and "[explained by pcg.multimodal" in failure
     # the report reads the field-level diffs as before: the changes are not counted twice
-    assert len(baseline_diffs(CheckRecord.model_validate({**record, "nodeid": "sglang-baseline"}))) == 33  # the report adds the node id
+    assert len(baseline_diffs(CheckRecord.model_validate({**record, "nodeid": "sglang-baseline"}))) == 36  # the report adds the node id
     json.dumps(record)
 
 
@@ -156,10 +160,10 @@ def test_a_consequence_with_one_cause_is_folded_into_it_and_a_requested_one_is_n
     found = {c.name: c for c in changes(base, live, Policy())}
     spec = found["effective.speculative_algorithm"]
     assert spec.kind == "requested"
-    # mem_fraction_static (mem.vlm-factor reads the speculative algorithm), the pools sized from
-    # it and the CUDA graph batch sizes follow from speculative decoding
-    assert set(spec.consequences) == {"server_args.mem_fraction_static", "effective.max_total_num_tokens", "effective.mamba_cache_size", "server_args.cuda_graph_bs",
-                                      "findings.cuda-graph.capture-bs.v2"}
+    # the CUDA graph batch sizes follow from speculative decoding; the pools are sized from the
+    # mem_fraction_static the candidate asks for
+    assert set(spec.consequences) == {"server_args.cuda_graph_bs", "findings.cuda-graph.capture-bs.v2"}
+    assert set(found["server_args.mem_fraction_static"].consequences) == {"effective.max_total_num_tokens", "effective.mamba_cache_size"}
     # the overlap schedule follows from two changes: its own change, naming both
     overlap = found["server_args.disable_overlap_schedule"]
     assert overlap.kind == "follows" and len(overlap.follows_from) == 2
@@ -185,7 +189,7 @@ def test_a_waiver_on_any_field_of_a_change_covers_all_its_fields(pytester):
     assert by_name["effective.max_running_requests"]["status"] == "waived" and not by_name["effective.max_running_requests"]["failing"]
     statuses = {d["path"]: d["status"] for d in record["diffs"]}
     assert {statuses[f] for f in MRR_FIELDS} == {"waived"}  # the total and the finding too
-    assert by_name["effective.prefill_cuda_graph"]["failing"] and not record["passed"]
+    assert by_name[PCG_CHANGE]["failing"] and not record["passed"]
     assert not any("max_running_requests" in line.splitlines()[0] for line in record["failures"])
 
     # the server argument's name covers the piecewise change; an expired one fails all of it
@@ -197,14 +201,14 @@ def test_a_waiver_on_any_field_of_a_change_covers_all_its_fields(pytester):
     record = with_policy({"findings.capacity.mamba-cap": "ignore"})
     assert not MRR_FIELDS & {d["path"] for d in record["diffs"]}
     record = with_policy({"findings.*": "ignore"})
-    pcg = {g["name"]: g for g in record["groups"]}["effective.prefill_cuda_graph"]
-    assert set(pcg["fields"]) == PCG_FIELDS - {"findings.pcg.multimodal"} and pcg["failing"]
+    pcg = {g["name"]: g for g in record["groups"]}[PCG_CHANGE]
+    assert set(pcg["fields"]) == (PCG_FIELDS | ENFORCE_FIELDS) - {"findings.pcg.multimodal"} and pcg["failing"]
 
     # a waiver on a consequence covers the consequence, not the change it follows from
-    record = with_policy({"server_args.mem_fraction_static": {"waive": "vlm factor", "until": future}})
+    record = with_policy({"server_args.cuda_graph_bs": {"waive": "captured sizes", "until": future}})
     spec = {g["name"]: g for g in record["groups"]}["effective.speculative_algorithm"]
     statuses = {d["path"]: d["status"] for d in record["diffs"]}
-    assert statuses["server_args.mem_fraction_static"] == "waived" and statuses["effective.max_total_num_tokens"] == "differs" and spec["failing"]
+    assert statuses["server_args.cuda_graph_bs"] == "waived" and statuses["effective.speculative_algorithm"] == "differs" and spec["failing"]
 
 
 def test_an_expired_waiver_with_nothing_left_to_cover_is_noted_but_one_covering_a_twin_is_not():
@@ -246,9 +250,9 @@ def test_the_diff_command_prints_and_returns_the_changes(tmp_path):
     result = json.loads(done.stdout)
     assert 1 < len(result["groups"]) <= 8
     assert sorted(f for g in result["groups"] for f in g["fields"]) == sorted(d["path"] for d in result["diffs"])
-    assert {result["groups"][0]["name"], result["groups"][1]["name"]} == {"effective.prefill_cuda_graph", "effective.max_running_requests"}
+    assert result["groups"][0]["name"] == "effective.max_running_requests" and PCG_CHANGE in {g["name"] for g in result["groups"]}
     text = cli("diff", str(tmp_path / "qwen35.json"), CANDIDATE, "--policy", "effective.max_running_requests = waive until 2099-01-01: OPS-12").stdout
-    assert f"{len(result['groups']) - 1} change(s) (30 field(s)) differ; 1 more within policy" in text.splitlines()[0]
+    assert f"{len(result['groups']) - 1} change(s) (33 field(s)) differ; 1 more within policy" in text.splitlines()[0]
     assert "  max_running_requests: 48 -> 26 [capacity.mamba-cap: max_running_requests: requested 48, in effect 26] (3 fields) - waived: until 2099-01-01: OPS-12" in text
 
 
@@ -256,7 +260,7 @@ def test_fleet_drift_groups_a_hosts_differences_into_changes(docs):
     base, live = docs
     result = drift({"a": base, "b": base, "c": live})
     found = result.changes["c"]
-    assert 1 < len(found) <= 8 and {found[0].name, found[1].name} == {"effective.prefill_cuda_graph", "effective.max_running_requests"}
+    assert 1 < len(found) <= 8 and found[0].name == "effective.max_running_requests" and PCG_CHANGE in {c.name for c in found}
     assert sorted(f for c in found for f in c.fields) == sorted(d.field for d in result.differences["c"])
     assert {d.group for d in result.differences["c"] if d.field in MRR_FIELDS} == {"effective.max_running_requests"}
     texts = result.lines("c")

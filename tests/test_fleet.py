@@ -65,7 +65,8 @@ def test_a_replica_that_drifted_is_listed_with_its_differing_fields_and_sources(
             f"  {CANDIDATE}: max_running_requests = 26 (fleet: 48) [[]capacity.mamba-cap: *[]] (3 fields)",
             "    effective.max_running_requests = 26 (fleet: 48) from /server_info internal_states[[]0[]].effective_max_running_requests_per_dp",
             "    effective.max_running_requests_total = 26 (fleet: 48) from *",
-            f"  {CANDIDATE}: prefill CUDA graph = off (fleet: on) [[]pcg.multimodal: *[]] (4 fields)",
+            f"  {CANDIDATE}: enforce_piecewise_cuda_graph = False (fleet: True) (6 fields)",
+            "*effective.prefill_cuda_graph = False (fleet: True) * [[]explained by pcg.multimodal[]]",
         ]
     )
     record = fleet_record(pytester)
@@ -81,7 +82,8 @@ def test_a_replica_that_drifted_is_listed_with_its_differing_fields_and_sources(
     # the same fields, as changes: each field in one change, the real changes first
     groups = record["groups"][CANDIDATE]
     assert len(groups) <= 8 and sorted(f for g in groups for f in g["fields"]) == sorted(by_field)
-    assert {groups[0]["name"], groups[1]["name"]} == {"effective.prefill_cuda_graph", "effective.max_running_requests"}
+    # SGLang's change first; the piecewise CUDA graph follows from --enforce-piecewise-cuda-graph left out
+    assert groups[0]["name"] == "effective.max_running_requests" and "server_args.enforce_piecewise_cuda_graph" in {g["name"] for g in groups}
     assert len(record["failures"]) == len(groups)
 
 
@@ -90,7 +92,7 @@ def test_a_field_may_differ_by_policy_and_is_then_only_noted(pytester):
     b = replica(pytester.path, "replica-b", mem_fraction_static=0.78, schedule_policy="lpm-b")
     failing = run(pytester, f"--sglang-host={a}", f"--sglang-host={b}")
     failing.assert_outcomes(passed=2, failed=1)
-    failing.stdout.fnmatch_lines(["*server_args.mem_fraction_static = 0.78 (fleet: 0.77714)*", "*sglang_fleet_policy = server_args.*"])
+    failing.stdout.fnmatch_lines(["*server_args.mem_fraction_static = 0.78 (fleet: 0.785126*)*", "*sglang_fleet_policy = server_args.*"])
     pytester.makeini("[pytest]\nsglang_fleet_policy =\n    server_args.mem_fraction_static = absolute 0.01\n    server_args.schedule_policy = ignore\n")
     passing = run(pytester, f"--sglang-host={a}", f"--sglang-host={b}")
     passing.assert_outcomes(passed=3)

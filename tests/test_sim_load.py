@@ -109,7 +109,7 @@ def test_256_concurrent_streams_all_finish_and_the_server_forgets_them(served: S
     result = asyncio.run(_streams(served.url, 256, 16))
     assert result["tokens"] == [16] * 256
     loads = requests.get(f"{served.url}/get_server_info").json()
-    assert loads["internal_states"][0]["effective_max_running_requests_per_dp"] == 4096
+    assert loads["internal_states"][0]["effective_max_running_requests_per_dp"] == 2048
     assert not served.simulator.engine.busy()
 
 

@@ -71,7 +71,7 @@ def test_server_info_and_model_info_answer_on_both_paths_from_0_5_9(serve: Serve
     assert requests.get(f"{url}/get_server_info").json() == info
     assert info["version"] == "0.5.9"
     assert info["model_path"] == "meta-llama/Llama-3.1-8B-Instruct"
-    assert info["internal_states"][0]["effective_max_running_requests_per_dp"] == 4096
+    assert info["internal_states"][0]["effective_max_running_requests_per_dp"] == 2048
     model = requests.get(f"{url}/model_info").json()
     assert requests.get(f"{url}/get_model_info").json() == model
     assert model["architectures"] == ["LlamaForCausalLM"]
@@ -124,7 +124,7 @@ def test_metrics_exist_only_with_enable_metrics(serve: Serve) -> None:
     text = response.text
     ranks = 'model_name="qwen3.5-122b-a10b",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"'
     assert f"sglang:num_running_reqs{{{ranks}}} 0.0" in text
-    assert f"sglang:max_total_num_tokens{{{ranks}}} 354304.0" in text
+    assert f"sglang:max_total_num_tokens{{{ranks}}} 395685.0" in text
     for gauge in ("num_queue_reqs", "gen_throughput", "token_usage"):
         assert f"# TYPE sglang:{gauge} gauge" in text
     tokenizer = 'model_name="qwen3.5-122b-a10b",engine_type="unified"'

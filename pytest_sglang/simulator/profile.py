@@ -163,6 +163,9 @@ class Profile(BaseModel):
     drop_fields: list[str] = Field(default_factory=list)
     scheduler_args: dict[str, Any] = Field(default_factory=dict)
     runtime: SimRuntime
+    # Fields decided after SGLang's post-init (``runtime.X``, ``scheduler_args.X``, or a
+    # reported field): the profile proof holds them to the pool sizing, not to post-init.
+    after_post_init: list[str] = Field(default_factory=list)
     performance: SimPerformance = Field(default_factory=SimPerformance)
     log_lines: list[str] = Field(default_factory=list)
 
