@@ -106,6 +106,7 @@ NOT_HERE: dict[tuple[str, str], str] = {
     ("docs/development.md", "python tests/real_sglang/differential.py "): REAL_TIER,
     ("docs/explain-proof.md", "python tests/real_sglang/postinit_differential.py "): REAL_TIER,
     ("docs/explain-proof.md", "python tests/real_sglang/corpus_postinit.py "): REAL_TIER,
+    ("docs/simulator.md", "python tests/real_sglang/profile_proof.py --store"): REAL_TIER,
     ("docs/explain-proof.md", "python tests/real_sglang/pool_differential.py "): REAL_TIER,
     ("docs/explain.md", 'ssh="ops@gpu1", unit="sglang"'): SSH,
     ("docs/explain.md", '[[rule]]\nid = "pcg.multimodal"'): TEMPLATE,

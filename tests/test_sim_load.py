@@ -7,7 +7,6 @@ import asyncio
 import json
 import re
 import socket
-import statistics
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -119,7 +118,8 @@ def test_256_concurrent_streams_all_finish_and_the_server_forgets_them(served: S
 @pytest.mark.parametrize("served", [(QWEN_0523, kind) for kind in SERVERS], indirect=True, ids=SERVERS)
 def test_at_low_load_prefill_and_decode_take_the_modelled_time(served: SimServer) -> None:
     """Measured by the server's own timestamps (meta_info with --enable-metrics), so the
-    client and the loopback are not part of it: within 1 ms of the model."""
+    client and the loopback are not part of it. A step never takes less than the model says,
+    and the quickest of five is within 1 ms of it (a busy machine only adds to the others)."""
     perf = served.profile.performance
     prompt = " ".join(["word"] * 500)
     model_prefill = (perf.prefill_base_ms + 500 / 1000 * perf.prefill_ms_per_1k_tokens) / 1000
@@ -130,8 +130,8 @@ def test_at_low_load_prefill_and_decode_take_the_modelled_time(served: SimServer
         meta = requests.post(f"{served.url}/generate", json=body).json()["meta_info"]
         prefills.append(meta["prefill_finished_time"] - meta["forward_entry_time"])
         steps.append((meta["request_finished_ts"] - meta["prefill_finished_time"]) / 20)
-    assert abs(statistics.median(prefills) - model_prefill) < 0.001
-    assert abs(statistics.median(steps) - model_step) < 0.001
+    assert min(prefills) > model_prefill - 0.0005 and min(prefills) - model_prefill < 0.001, prefills
+    assert min(steps) > model_step - 0.0005 and min(steps) - model_step < 0.001, steps
 
 
 # ---- metrics as the real server exports them -------------------------------------------------
