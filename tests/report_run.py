@@ -8,11 +8,16 @@ deployment key, three repeats per level), the second is the gate, writing the JS
 Markdown reports. No ``--sglang-lint``: a host whose lint fails is not benchmarked, and the
 page should show the candidate's benchmark (its explain findings are on the page all the same). The browser tier (``tests/test_report_browser.py``) and the screenshot of
 docs/reports.md use it; ``python tests/report_run.py DIR`` runs it in DIR.
+
+:func:`seed_gate` is the smaller run a reviewer meets first: the example suite against the
+same two hosts, with the fleet check and the smoke benchmark (the screenshots of the seed gate's
+page, and the one count of differing fields across every output).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +86,28 @@ def gate_run(work: Path) -> subprocess.CompletedProcess[str]:
         "--sglang-report-html=out/report.html",
         "--sglang-report-md=out/report.md",
     )
+
+
+# The seed gate as a reviewer first meets it: the example suite against the baseline and the
+# candidate, the fleet check and the smoke benchmark, every report written.
+SEED_GATE = (
+    "example_suite",
+    f"--sglang-host={BASELINE}",
+    f"--sglang-host={CANDIDATE}",
+    "--sglang-fleet",
+    "--sglang-bench=smoke",
+    "--sglang-report-json=out/report.json",
+    "--sglang-report-html=out/report.html",
+    "--sglang-report-md=out/report.md",
+)
+
+
+def seed_gate(work: Path) -> subprocess.CompletedProcess[str]:
+    """The seed gate in ``work`` (on a copy of the example suite); writes ``work/out/report.{json,html,md}``."""
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(Path(__file__).resolve().parents[1] / "example_suite", work / "example_suite", ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", *SEED_GATE]
+    return subprocess.run(command, cwd=work, env=environment(), capture_output=True, text=True, timeout=600)
 
 
 if __name__ == "__main__":

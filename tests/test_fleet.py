@@ -60,7 +60,7 @@ def test_a_replica_that_drifted_is_listed_with_its_differing_fields_and_sources(
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "the hosts of this run do not agree (* difference(s)):",
+            "the hosts of this run do not agree: * change(s) (* field(s)) differ:",
             # the change a warning explains first (the cap binds the 48 asked for)
             f"  {CANDIDATE}: max_running_requests = 26 (fleet: 48) [[]capacity.mamba-cap: *[]] (3 fields)",
             "    effective.max_running_requests = 26 (fleet: 48) from /server_info internal_states[[]0[]].effective_max_running_requests_per_dp",

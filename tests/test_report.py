@@ -157,7 +157,8 @@ def test_the_markdown_gives_a_verdict_per_host_and_what_holds_it_in_a_screenful(
     assert f"| {BASELINE} | ✅ promote | — | 0.5.12 |" in md
     assert f"| {CANDIDATE} | ❌ hold | max_running_requests 26 &lt; 40: capped by the mamba state cache" in md  # its first cause
     assert "### Failing checks" in md and f"**sglang-lint[{CANDIDATE}]**: WARNING \\[capacity.mamba-cap\\]" in md  # the check's text, escaped
-    assert "### Fleet drift" in md and f"**{CANDIDATE}** differs from the fleet in" in md
+    assert "### Fleet drift" in md and "| candidate | 33 | `effective.flashinfer_allreduce_fusion_requested`" in md  # the host by its short label
+    assert f"Hosts: **baseline** {BASELINE} · **candidate** {CANDIDATE}" in md  # and the labels' full specs
     assert f"{CANDIDATE}: **WARNING** `capacity.mamba-cap`" in md
     assert "### Failing tests" in md and f"- `test_running_requests[{CANDIDATE}]` failed: assert 26 >= 40" in md
     assert len(lines) <= 40 and max(len(line) for line in lines) <= 400
@@ -281,3 +282,39 @@ def test_the_gate_from_a_capture_with_a_baseline_shows_the_baseline_diffs(pytest
     md = (pytester.path / "out" / "report.md").read_text()
     assert "### Baseline diffs" in md
     assert "| `effective.max_running_requests` | `48` | `26` | differs — explained by `capacity.mamba-cap` |" in md
+
+
+# ---- one count of differing fields ------------------------------------------------------------
+
+
+def test_every_output_of_the_seed_gate_gives_the_same_count_of_differing_fields(tmp_path):
+    """The fleet check's differing fields, counted once (``differing_fields`` in
+    judge/gate/models.py): the JSON record, the verdict's reasons, the terminal (the check's
+    heading and the closing summary), the Markdown and the HTML page say the same number."""
+    import re
+
+    import report_run
+    from test_report_html import Page
+
+    done = report_run.seed_gate(tmp_path)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    out = tmp_path / "out"
+    doc = json.loads((out / "report.json").read_text())
+    (fleet,) = [c for c in doc["run_checks"] if c["check"] == "sglang-fleet"]
+    count, compared = len(fleet["differing_fields"]), fleet["fields_compared"]
+    assert count > 10 and compared > 300 and len(fleet["differences"][CANDIDATE]) == count
+    # every number given as a count of fields, anywhere, is that one
+    said = {
+        "json": re.findall(r"(\d+) field\(s\)", " ".join(doc["reasons"] + host(doc, CANDIDATE)["reasons"])),
+        "terminal": re.findall(r"(\d+) field\(s\)", done.stdout),
+        "markdown": re.findall(r"(\d+) field\(s\)|(\d+) of \d+ fields differ|\| candidate \| (\d+) \|", (out / "report.md").read_text()),
+        "html": re.findall(r"(\d+) field\(s\)|(\d+) of \d+ fields differ", " ".join(" ".join(Page((out / "report.html").read_text()).text).split())),
+    }
+    found = {where: {int(n) for match in matches for n in (match if isinstance(match, tuple) else (match,)) if n} for where, matches in said.items()}
+    assert found == dict.fromkeys(said, {count}), found
+    assert f"the hosts of this run do not agree: 7 change(s) ({count} field(s)) differ:" in done.stdout
+    assert f"{count} of {compared} fields differ" in (out / "report.md").read_text()
+    page = (out / "report.html").read_text()
+    assert f"{count} of {compared} fields differ" in page
+    fleet_table = page[page.index('<table class="fit fleet">') :].split("</table>")[0]
+    assert fleet_table.count('<th><span class="mono w') == count  # a column per differing field

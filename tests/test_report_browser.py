@@ -4,9 +4,12 @@ seed deployment's baseline and candidate with benchmarks and baselines) loads wi
 error and no request, draws every chart with the series and points the JSON report holds,
 filters the configuration table, shows the verdict without scrolling, reads with JavaScript off
 and prints; a served model name carrying ``<script>`` and ``<img onerror>`` runs nothing and
-shows as written. The screenshot of docs/reports.md is taken here:
+shows as written. The fleet fits: for the seed gate (``report_run.seed_gate``) and a fleet of 32
+hosts, at 1280x800 and 800x600, no cell of the fleet or findings tables is taller than three
+lines, no word in them is broken across lines, and the host column stays in place when the
+fleet table scrolls sideways. The screenshots of docs/reports.md are taken here:
 
-    python tests/test_report_browser.py --update      # rewrites docs/img/report.png
+    python tests/test_report_browser.py --update      # rewrites docs/img/report.png and docs/img/seed-gate-*.png
 
 Without Chromium or Playwright the tests skip, saying what to install (``apt-get install
 chromium``, ``pip install playwright``; Playwright uses the system browser, never a download).
@@ -32,6 +35,11 @@ HOSTILE = '/models/<script>window.__pwned=1</script><img src=x onerror="window._
 VIEWPORT = {"width": 1280, "height": 800}
 # The first screen of the page for the docs: the verdict, the hosts and the benchmark charts.
 SHOT_CLIP = {"x": 0, "y": 0, "width": 1280, "height": 1330}
+# The seed gate's page as a reviewer opens it: one screen each of its top, its fleet and the
+# candidate's section.
+SEED_VIEWPORT = {"width": 1366, "height": 900}
+SEED_SHOTS = {"top": "#verdict", "fleet": "#fleet", "candidate": "#host-2"}
+FITTING = [{"width": 1280, "height": 800}, {"width": 800, "height": 600}]
 
 pytestmark = pytest.mark.slow
 
@@ -63,6 +71,80 @@ def gate(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
     done = report_run.gate_run(work)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     return work / "out" / "report.html", json.loads((work / "out" / "report.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def seed(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The seed gate's page: the example suite, baseline and candidate, fleet check, smoke benchmark."""
+    work = tmp_path_factory.mktemp("seed")
+    done = report_run.seed_gate(work)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    return work / "out" / "report.html"
+
+
+def fleet_of_32(folder: Path) -> Path:
+    """The page of a made-up run of 32 hosts (``benchmarks/report_html.py``) with a fleet check:
+    the held hosts differ from the fleet in their running cap, its finding, their launch
+    command and a long list, and one host in eight in its schedule policy; rendered from the
+    JSON report by ``pytest-sglang report``, as a user renders a stored report."""
+    from test_report_html import synthetic_report
+
+    from pytest_sglang.cli.main import main
+
+    doc = synthetic_report(32, 4)
+    differences = {}
+    for host in doc["hosts"]:
+        fields = []
+        if host["verdict"] == "hold":
+            finding = {"severity": "warning", "status": "confirmed", "summary": "max_running_requests: requested 48, in effect 26"}
+            fields += [
+                ("effective.max_running_requests", 26, 48),
+                ("effective.mamba_cache_size", 132, 160),
+                ("findings.capacity.mamba-cap", finding, None),
+                ("launch.requested.speculative_algorithm", "NEXTN", None),
+                ("server_args.cuda_graph_bs", list(range(1, 33)) + list(range(40, 520, 8)), [1, 2, 4] + list(range(8, 520, 8))),
+            ]
+        if host["effective"]["schedule_policy"]["value"] != "fcfs":
+            fields.append(("effective.schedule_policy", "lpm", "fcfs"))
+        if fields:
+            differences[host["host"]] = [{"field": f, "value": v, "fleet_value": w, "source": "/server_info", "fleet_source": "/server_info", "finding": None, "status": "differs", "note": None, "group": f} for f, v, w in fields]
+    names = sorted({d["field"] for diffs in differences.values() for d in diffs})
+    doc["run_checks"] = [
+        {
+            "check": "sglang-fleet",
+            "host": None,
+            "passed": False,
+            "failures": [f"{h}: {len(d)} field(s) differ" for h, d in differences.items()],
+            "notes": [],
+            "nodeid": "::sglang-fleet",
+            "agree": False,
+            "hosts": [h["host"] for h in doc["hosts"]],
+            "reference": doc["hosts"][0]["host"],
+            "fields_compared": 424,
+            "differing_fields": names,
+            "differences": differences,
+            "groups": {},
+            "tolerated": {},
+            "unread": {},
+        }
+    ]
+    # the verdicts the gate gives such a run, so the stored report agrees with its contents
+    from pytest_sglang.judge.gate import RunReport
+    from pytest_sglang.judge.gate.verdict import rejudge
+
+    judged = rejudge(RunReport.model_validate(doc))
+    doc.update(verdict=judged.verdict, reasons=judged.reasons)
+    for host in doc["hosts"]:
+        host.update(verdict=judged.hosts[host["host"]].verdict, reasons=judged.hosts[host["host"]].reasons)
+    source, page = folder / "fleet32.json", folder / "fleet32.html"
+    source.write_text(json.dumps(doc))
+    assert main(["report", str(source), "--html", str(page)]) == 0
+    return page
+
+
+@pytest.fixture(scope="module")
+def fleet32(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fleet_of_32(tmp_path_factory.mktemp("fleet32"))
 
 
 @pytest.fixture(scope="module")
@@ -231,6 +313,64 @@ def test_the_page_prints_with_every_section_open(opened):
     assert opened.page.evaluate("Array.from(document.querySelectorAll('details')).every(d => d.open)")
 
 
+# Per cell of the fleet and findings tables: its lines (its content's height over its line
+# height) and every word (a run of letters and digits) drawn on more than one line.
+CELLS = """() => {
+  const words = /[A-Za-z0-9]+/g;
+  return Array.from(document.querySelectorAll('table.fleet td, table.fleet th, table.findings td, table.findings th')).map(cell => {
+    const style = getComputedStyle(cell);
+    const box = cell.getBoundingClientRect();
+    const inner = box.height - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom) - parseFloat(style.borderTopWidth) - parseFloat(style.borderBottomWidth);
+    const broken = [];
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const found of node.data.matchAll(words)) {
+        const range = document.createRange();
+        range.setStart(node, found.index);
+        range.setEnd(node, found.index + found[0].length);
+        const tops = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));
+        if (tops.size > 1) broken.push(found[0]);
+      }
+    }
+    return {table: cell.closest('table').classList.contains('fleet') ? 'fleet' : 'findings', lines: inner / parseFloat(style.lineHeight), text: cell.innerText.slice(0, 80), broken: broken};
+  });
+}"""
+
+
+@pytest.mark.parametrize("viewport", FITTING, ids=lambda v: f"{v['width']}x{v['height']}")
+@pytest.mark.parametrize("which", ["seed", "fleet32"])
+def test_no_cell_of_the_fleet_or_findings_tables_is_taller_than_three_lines(browser, request, which, viewport):
+    opened = Opened(browser, request.getfixturevalue(which), viewport=viewport)
+    try:
+        cells = opened.page.evaluate(CELLS)
+        assert {c["table"] for c in cells} == {"fleet", "findings"}
+        tall = [(round(c["lines"], 1), c["table"], c["text"]) for c in cells if c["lines"] > 3.2]
+        assert tall == []
+        assert [(c["text"], c["broken"]) for c in cells if c["broken"]] == []
+        assert any(c["text"] == "confirmed" for c in cells)  # a status word, among the words checked whole
+    finally:
+        opened.close()
+
+
+@pytest.mark.parametrize("which", ["seed", "fleet32"])
+def test_the_fleet_table_scrolls_sideways_with_the_host_column_pinned(browser, request, which):
+    opened = Opened(browser, request.getfixturevalue(which), viewport={"width": 800, "height": 600})
+    try:
+        page = opened.page
+        labels = page.evaluate("() => Array.from(document.querySelectorAll('table.fleet td.host a')).map(a => [a.innerText, a.title])")
+        assert labels and all(len(label) <= 20 and label in spec or label.startswith("#") for label, spec in labels), labels
+        assert len({label for label, _ in labels}) == len(labels)
+        # the legend names each label's full spec
+        legend = page.inner_text("#fleet .hostkey")
+        assert all(spec in legend for _, spec in labels)
+        before = page.evaluate("() => { const box = document.querySelector('#fleet .scroll'); box.scrollIntoView(); return [box.scrollWidth > box.clientWidth, document.querySelector('table.fleet tbody td.host').getBoundingClientRect().left]; }")
+        assert before[0], "the fleet table is expected to be wider than the window here"
+        after = page.evaluate("() => { const box = document.querySelector('#fleet .scroll'); box.scrollLeft = box.scrollWidth; const host = document.querySelector('table.fleet tbody td.host').getBoundingClientRect(); const other = document.querySelector('table.fleet tbody td:nth-child(2)').getBoundingClientRect(); return [host.left, other.left]; }")
+        assert abs(after[0] - before[1]) < 1 and after[1] < after[0]  # the host stays; the values slid under it
+    finally:
+        opened.close()
+
+
 def test_a_screenshot_of_the_page(opened, tmp_path):
     """The picture docs/reports.md shows is taken like this (``--update`` writes it there)."""
     shot = tmp_path / "report.png"
@@ -240,27 +380,58 @@ def test_a_screenshot_of_the_page(opened, tmp_path):
     assert "img/report.png" in (REPO / "docs" / "reports.md").read_text()
 
 
-def update_screenshot(work: Path) -> Path:
-    """Run the gate in ``work`` and write the page's first screen to docs/img/report.png."""
-    done = report_run.gate_run(work)
+def seed_screenshots(browser: Any, page: Path, folder: Path) -> list[Path]:
+    """One screen (1366x900) of the seed gate's page per part: ``seed-gate-top.png``,
+    ``-fleet.png`` and ``-candidate.png``, each part scrolled to the top of the window."""
+    opened = Opened(browser, page, viewport=SEED_VIEWPORT)
+    shots = []
+    try:
+        for name, selector in SEED_SHOTS.items():
+            opened.page.locator(selector).evaluate("part => part.scrollIntoView()")
+            shots.append(folder / f"seed-gate-{name}.png")
+            opened.page.screenshot(path=str(shots[-1]))
+    finally:
+        opened.close()
+    return shots
+
+
+def test_the_seed_gate_screenshots(browser, seed, tmp_path):
+    """The pictures of the seed gate in docs/reports.md are taken like this (``--update``)."""
+    shots = seed_screenshots(browser, seed, tmp_path)
+    assert all(shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000 for shot in shots)
+    text = (REPO / "docs" / "reports.md").read_text()
+    for shot in shots:
+        assert (SCREENSHOT.parent / shot.name).exists(), f"docs/img/{shot.name} is missing: python tests/test_report_browser.py --update"
+        assert f"img/{shot.name}" in text
+
+
+def update_screenshot(work: Path) -> list[Path]:
+    """Run the gate in ``work`` and write the page's first screen to docs/img/report.png; run
+    the seed gate and write its three screens to docs/img/seed-gate-*.png."""
+    done = report_run.gate_run(work / "gate")
     if done.returncode != 1:
         raise SystemExit(f"the gate run ended with {done.returncode}, not 1:\n{done.stdout[-3000:]}")
+    seeded = report_run.seed_gate(work / "seed")
+    if seeded.returncode != 1:
+        raise SystemExit(f"the seed gate ended with {seeded.returncode}, not 1:\n{seeded.stdout[-3000:]}")
     playwright, chromium = launch()
     try:
-        opened = Opened(chromium, work / "out" / "report.html")
+        opened = Opened(chromium, work / "gate" / "out" / "report.html")
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         opened.page.screenshot(path=str(SCREENSHOT), clip=SHOT_CLIP, full_page=True)
         opened.close()
+        shots = seed_screenshots(chromium, work / "seed" / "out" / "report.html", SCREENSHOT.parent)
     finally:
         chromium.close()
         playwright.stop()
-    return SCREENSHOT
+    return [SCREENSHOT, *shots]
 
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--update"]:
-        raise SystemExit("usage: python tests/test_report_browser.py --update   (rewrites docs/img/report.png)")
+        raise SystemExit("usage: python tests/test_report_browser.py --update   (rewrites docs/img/report.png and docs/img/seed-gate-*.png)")
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder:
-        print(f"wrote {update_screenshot(Path(folder))}")
+        for written in update_screenshot(Path(folder)):
+            print(f"wrote {written}")

@@ -112,6 +112,12 @@ def test_a_run_writes_one_self_contained_page_with_verdicts_findings_and_the_con
     # the verdict first, with its reasons, then each host's
     assert page.index('id="verdict"') < page.index('id="hosts"') < page.index('id="host-1"')
     assert "SGLang promotion gate: HOLD" in text and f"{CANDIDATE}: 1 test(s) failed; check sglang-lint failed" in text
+    # the answer first: the causes as a list under the Markdown's words, the counts after them
+    header = page[page.index('id="verdict"') : page.index("</header>")]
+    assert "<strong>Held because: 1 of 2 host(s) on hold</strong>" in header
+    causes, counts = header.split("<ol class=reasons>", 1)[1].split("</ol>", 1)[0], header.split("<ul class=counts>", 1)[1].split("</ul>", 1)[0]
+    assert causes.startswith("<li>max_running_requests 26 &lt; 40: capped by the mamba state cache") and "test(s) failed" not in causes
+    assert f"<li>{CANDIDATE}: 1 test(s) failed; check sglang-lint failed" in counts and "<li>check sglang-fleet failed</li>" in counts
     # per host: findings, checks, the effective configuration with sources and what was requested, facts
     assert "max_running_requests is capped by the mamba state cache" in text
     assert "/server_info internal_states[0].effective_max_running_requests_per_dp" in text
@@ -119,7 +125,7 @@ def test_a_run_writes_one_self_contained_page_with_verdicts_findings_and_the_con
     assert "4x NVIDIA RTX PRO 6000 Blackwell Server Edition" in text
     assert page.count('class="filter" data-table="cfg-') == 2
     # the fleet: hosts by the fields where they differ
-    assert "Fleet: hosts by the fields where they differ" in text and "<td class=differs>" in page
+    assert "Fleet: hosts by the fields where they differ" in text and '<td class="differs">' in page
     # the Markdown links to it
     md = (pytester.path / "out" / "report.md").read_text()
     assert "[report.html](<report.html>)" in md
@@ -187,6 +193,38 @@ def test_a_served_model_name_with_markup_stays_text_in_the_page_and_the_markdown
 
 
 # ---- the page, from a report document ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hosts", "labels"),
+    [
+        ([BASELINE, CANDIDATE], ["baseline", "candidate"]),
+        ([f"http://gpu{i:02d}.example:30000" for i in (1, 2, 12)], ["gpu01", "gpu02", "gpu12"]),  # the shared ".example:30000" set aside
+        (["http://10.0.0.1:30000", "http://10.0.0.2:30000", "http://10.0.1.2:30000"], ["10.0.0.1", "10.0.0.2", "10.0.1.2"]),  # never "0.2"
+        (["replay:captures/gpu1.json", "replay:captures/gpu2.json"], ["gpu1", "gpu2"]),
+        (["http://gpu1:30000", "http://gpu1:30001"], ["30000", "30001"]),
+        ([BASELINE], ["baseline"]),
+        (["sim://qwen35-122b-a10b-4xrtx6000-baseline-first-replica", "sim://qwen35-122b-a10b-4xrtx6000-candidate-first-replica"], ["baseline", "candidate"]),
+        # ends that are long or not distinct: numbers
+        (["sim://east-qwen35-122b-a10b-4xrtx6000-baseline", "sim://west-qwen35-122b-a10b-4xrtx6000-baseline", "sim://east-qwen35-122b-a10b-4xrtx6000-candidate"], ["#1", "#2", "#3"]),
+        (["http://a.example:30000/", "http://a.example:30000"], ["#1", "#2"]),
+    ],
+)
+def test_hosts_get_the_shortest_distinct_end_of_their_spec_or_a_number(hosts, labels):
+    from pytest_sglang.render.report.fleet import host_labels
+
+    assert list(host_labels(hosts).values()) == labels
+
+
+def test_the_fleet_view_names_hosts_by_label_with_the_full_spec_in_the_tooltip_and_the_legend():
+    doc = synthetic_report(32, 2)
+    page = html_report.render(doc, charts=False)
+    fleet = page[page.index('<section id="fleet">') : page.index("</section>", page.index('<section id="fleet">'))]
+    rows = re.findall(r'<td class="host"><a href="#host-(\d+)" class="hostlabel" title="([^"]+)">([^<]+)</a></td>', fleet)
+    assert [(int(n), spec, label) for n, spec, label in rows] == [(i + 1, h["host"], f"gpu{i:02d}") for i, h in enumerate(doc["hosts"])]
+    assert all(f'<span class="hostlabel">gpu{i:02d}</span> <span class="mono">{h["host"]}</span>' in fleet for i, h in enumerate(doc["hosts"]))
+    # the effective values where hosts differ: the held hosts' running cap, one in eight's schedule policy
+    assert "2 of 31 fields differ" in fleet and fleet.count('<td class="differs">') == 8 + 4
 
 
 def test_a_32_host_fleet_draws_one_line_per_host_on_a_few_charts():

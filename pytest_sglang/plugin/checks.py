@@ -30,6 +30,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     record: dict[str, Any] = field(default_factory=dict)
     hint: str | None = None
+    heading: str | None = None  # the failure's first line, when the check's own says too little
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class CheckFailed(Exception):
         self.outcome, self.heading = outcome, heading
 
     def render(self) -> str:
-        lines = [self.heading.format(n=len(self.outcome.failures)) + ":"]
+        lines = [(self.outcome.heading or self.heading.format(n=len(self.outcome.failures))) + ":"]
         lines += [f"  {line}" for line in self.outcome.failures]
         lines += [f"  note: {note}" for note in self.outcome.notes]
         if self.outcome.hint:

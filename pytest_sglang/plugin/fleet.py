@@ -36,6 +36,7 @@ def _policy(config: pytest.Config) -> Any:
 def _fleet(config: pytest.Config, _spec: Any) -> Outcome:
     from pytest_sglang.base.errors import SGLangError
     from pytest_sglang.judge.fleet.core import documents, drift
+    from pytest_sglang.judge.gate.models import differing_fields
 
     state = session_state(config)
     specs = list(state.specs)
@@ -59,13 +60,15 @@ def _fleet(config: pytest.Config, _spec: Any) -> Outcome:
         notes.append(f"{len(targets)} hosts agree on {result.fields_compared} fields")
     if result.reference and len(result.groups) > 1:
         notes.append(f"the fleet's configuration is {result.reference}'s, shared by {len(result.groups[0])} of {len(targets)} hosts")
+    differences = {host: [d.to_dict() for d in diffs] for host, diffs in result.differences.items() if diffs}
+    fields = differing_fields(differences)
     record = {
         "agree": not failures,
         "hosts": [spec.display for spec in specs],
         "reference": result.reference,
         "fields_compared": result.fields_compared,
-        "differing_fields": result.fields,
-        "differences": {host: [d.to_dict() for d in diffs] for host, diffs in result.differences.items() if diffs},
+        "differing_fields": fields,
+        "differences": differences,
         # per host, its changes from the fleet's configuration: each change's fields (``fields``)
         # are the host's entries in ``differences`` and ``tolerated`` (their ``group`` is its name)
         "groups": {host: [c.to_dict() for c in found] for host, found in result.changes.items() if found},
@@ -73,9 +76,14 @@ def _fleet(config: pytest.Config, _spec: Any) -> Outcome:
         "unread": unread,
     }
     hint = None
-    if result.fields:
-        hint = f"if a field may differ between replicas, give it a policy in the ini file: {POLICY_INI} = {result.fields[0]} = ignore (or relative 5%)"
-    return Outcome(failures=failures, notes=notes, record=record, hint=hint)
+    if fields:
+        hint = f"if a field may differ between replicas, give it a policy in the ini file: {POLICY_INI} = {fields[0]} = ignore (or relative 5%)"
+    # Changes and fields counted as a baseline's are ("7 change(s) (33 field(s))"), the fields
+    # as every report counts them.
+    said = [f"{len(failures) - len(unread)} change(s) ({len(fields)} field(s)) differ"] if fields else []
+    said += [f"{len(unread)} host(s) not read"] if unread else []
+    heading = f"the hosts of this run do not agree: {', '.join(said)}" if said else None
+    return Outcome(failures=failures, notes=notes, record=record, hint=hint, heading=heading)
 
 
 FLEET = Check(name="sglang-fleet", heading="the hosts of this run do not agree ({n} difference(s))", run=_fleet)

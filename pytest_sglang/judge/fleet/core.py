@@ -118,7 +118,10 @@ class Drift:
     @property
     def fields(self) -> list[str]:
         """Every field some host differs in (failing)."""
-        return sorted({d.field for diffs in self.differences.values() for d in diffs})
+        from pytest_sglang.judge.gate.models import differing_fields
+
+        return differing_fields({host: [d.to_dict() for d in diffs] for host, diffs in self.differences.items()})
+
 
 
 def documents(targets: Mapping[str, Target]) -> dict[str, dict[str, Any]]:

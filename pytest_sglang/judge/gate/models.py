@@ -10,6 +10,7 @@ renderers read as data (a field's diff, a change, a fleet difference) stay JSON 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -98,6 +99,15 @@ class CheckRecord(_Open):
     differing_fields: list[str] | None = None
     findings: list[str] | None = None
     accepted: list[str] | None = None
+
+
+def differing_fields(differences: Mapping[str, Sequence[Mapping[str, Any]]], host: str | None = None) -> list[str]:
+    """The fields that differ from the fleet's configuration (failing, not those a policy
+    tolerates), as a fleet check's record keeps them (``differences``: per host, one record
+    per field): on ``host``, or on any host. Every output that counts differing fields (the
+    check's heading, the verdict's reasons, the Markdown, the HTML) counts this list."""
+    hosts = [host] if host is not None else list(differences)
+    return sorted({str(d.get("field")) for name in hosts for d in differences.get(name, ())})
 
 
 class EffectiveValue(_Closed):

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pytest_sglang.judge.gate.causes import bench_causes, check_causes, failed_test_causes, fleet_causes, shown
-from pytest_sglang.judge.gate.models import Benchmark, CheckRecord, Finding, RunReport, TestResult
+from pytest_sglang.judge.gate.models import Benchmark, CheckRecord, Finding, RunReport, TestResult, differing_fields
 
 PROMOTE, HOLD, INCONCLUSIVE = "promote", "hold", "inconclusive"
 VERDICTS = (PROMOTE, HOLD, INCONCLUSIVE)
@@ -122,9 +122,9 @@ def judge_host(reading: HostReading, tests: Sequence[TestResult], checks: Sequen
     for check in checks:
         if check.host is not None:
             continue
-        diffs = check.differences.get(host) if check.differences else None
-        if diffs:
-            failing.append(f"differs from the fleet in {len(diffs)} field(s) ({check.check})")
+        fields = differing_fields(check.differences or {}, host)
+        if fields:
+            failing.append(f"differs from the fleet in {len(fields)} field(s) ({check.check})")
         if check.unread is not None and host in check.unread and not reading.error:
             failing.append(f"not read by {check.check}")
     refused = [] if reading.error else list(reading.refused)

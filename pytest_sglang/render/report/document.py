@@ -13,7 +13,7 @@ from pytest_sglang.base.secrets import clip
 from pytest_sglang.judge.gate.models import CheckRecord, Counts, RunReport
 
 # The verdicts and outcome names are the gate's (judge/gate/verdict.py), which decides them.
-from pytest_sglang.judge.gate.verdict import COUNT_KEYS, FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, VERDICTS, bench_name, short_name
+from pytest_sglang.judge.gate.verdict import COUNT_KEYS, FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, VERDICTS, bench_name, rejudge, short_name
 
 
 class ReportError(ValueError):
@@ -118,4 +118,27 @@ def baseline_changes(check: CheckRecord) -> list[BaselineChange]:
     return [BaselineChange.read(change) for change in check.groups] if isinstance(check.groups, list) else []
 
 
-__all__ = ["COUNT_KEYS", "FAILED_OUTCOMES", "HOLD", "INCONCLUSIVE", "PROMOTE", "VERDICTS", "BaselineChange", "FieldDifference", "ReportError", "baseline_changes", "baseline_diffs", "bench_name", "report_of", "short_name", "summary_line", "validation_problem"]
+# ---- the verdict's lead --------------------------------------------------------------------------
+
+
+def verdict_lead(doc: RunReport) -> str:
+    """The words before the verdict's reasons: ``Held because: 1 of 2 host(s) on hold``."""
+    if doc.verdict == HOLD:
+        held = [h for h in doc.hosts if h.verdict == HOLD]
+        return "Held because: " + (f"{len(held)} of {len(doc.hosts)} host(s) on hold" if held else "")
+    if doc.verdict == INCONCLUSIVE:
+        return "Not promotable until measured:"
+    return "Nothing failed and nothing is open." if doc.verdict == PROMOTE else ""
+
+
+def causes_and_counts(doc: RunReport) -> tuple[list[str], list[str]]:
+    """The run's reasons as the gate orders them: its causes (one line per failing field,
+    check or benchmark level), then the counts and what is open. A stored report whose reasons
+    do not start with the causes its contents give has them all as counts."""
+    causes = rejudge(doc).causes
+    if causes and doc.reasons[: len(causes)] == causes:
+        return list(causes), doc.reasons[len(causes) :]
+    return [], list(doc.reasons)
+
+
+__all__ = ["COUNT_KEYS", "FAILED_OUTCOMES", "HOLD", "INCONCLUSIVE", "PROMOTE", "VERDICTS", "BaselineChange", "FieldDifference", "ReportError", "baseline_changes", "baseline_diffs", "bench_name", "causes_and_counts", "report_of", "short_name", "summary_line", "validation_problem", "verdict_lead"]

@@ -21,14 +21,29 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections import Counter
+import re
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from pytest_sglang.judge.gate.models import CheckRecord, HostSection, RunReport
 from pytest_sglang.render.report import charts as chart_module
-from pytest_sglang.render.report.document import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, FieldDifference, baseline_changes, baseline_diffs, report_of, short_name, summary_line
+from pytest_sglang.render.report.document import (
+    FAILED_OUTCOMES,
+    HOLD,
+    INCONCLUSIVE,
+    PROMOTE,
+    FieldDifference,
+    baseline_changes,
+    baseline_diffs,
+    causes_and_counts,
+    report_of,
+    short_name,
+    summary_line,
+    verdict_lead,
+)
 from pytest_sglang.render.report.escape import html_text as _t
+from pytest_sglang.render.report.fleet import FLEET_CHECK, field_section, fleet_view, host_labels
 from pytest_sglang.render.report.series import FAIL, Group, figure, host_groups, level_state, number_text, server_figure
+from pytest_sglang.render.report.text import shorten
 
 VERDICT_WORD = {PROMOTE: "PROMOTE", HOLD: "HOLD", INCONCLUSIVE: "INCONCLUSIVE"}
 REASONS_SHOWN = 6  # reasons in the headline; the rest one click away
@@ -46,8 +61,6 @@ FACT_ROWS = (
 )
 # A table cell: markup, or (markup, the cell's class).
 Cell = Union[str, tuple[str, str]]
-# Facts compared across hosts in the fleet view, beside the effective values.
-FLEET_FACTS = ("sglang_version", "model", "gpu")
 
 STYLE = """
 :root{--fg:#1c1c1c;--muted:#5c5c5c;--line:#dedede;--soft:#f5f5f5;--hold:#b91c1c;--hold-bg:#fdecec;--inc:#92400e;--inc-bg:#fff4dc;--ok:#166534;--ok-bg:#e7f6ec;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:var(--fg)}
@@ -89,7 +102,15 @@ svg.plot{width:100%;height:auto;display:block}
 .note{color:var(--muted)}.empty{color:var(--muted);font-style:italic}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:6px 0}dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;overflow-wrap:anywhere}
 details>summary{cursor:pointer;color:#1d4ed8;margin:4px 0}
-.host{scroll-margin-top:40px}
+.host,section{scroll-margin-top:40px}
+.counts{margin:6px 0 0;padding-left:22px;color:var(--muted);font-size:12.5px}
+table.fit{width:auto;min-width:100%}table.fit td,table.fit th{overflow-wrap:normal}
+.word,td.host{white-space:nowrap}td.cause{min-width:28em}td.knob{min-width:20em}
+table.fleet td{white-space:nowrap}table.fleet th{vertical-align:bottom}table.fleet th .mono{display:inline-block}
+table.fleet th.section{border-bottom:0;padding-bottom:0;font-weight:400;color:var(--muted)}
+table.fleet .host{position:sticky;left:0;z-index:1;background:#fff;box-shadow:inset -1px 0 var(--line)}table.fleet th.host{background:var(--soft)}
+.hostlabel{font-weight:600;white-space:nowrap}
+.hostkey{list-style:none;padding:0;margin:4px 0 8px;display:flex;flex-wrap:wrap;gap:2px 16px;font-size:12.5px}.hostkey .mono{color:var(--muted)}
 footer{margin-top:30px;color:var(--muted);font-size:12.5px}
 @media print{
 :root{font-size:11px}nav,.filter{display:none}.legend button{outline:0}
@@ -144,7 +165,8 @@ def _hash(text: str) -> str:
 
 
 def _swatch_style() -> str:
-    return "".join(f".c{i}{{background:{c}}}" for i, c in enumerate(chart_module.PALETTE))
+    swatches = "".join(f".c{i}{{background:{c}}}" for i, c in enumerate(chart_module.PALETTE))
+    return swatches + "".join(f".w{n}{{min-width:{n}ch}}" for n in range(1, WIDEST + 1))
 
 
 # ---- small pieces ------------------------------------------------------------------------------
@@ -171,20 +193,30 @@ def _list(items: Iterable[str], cls: str = "") -> str:
     return f'<ul class="{cls}">{rows}</ul>' if rows else ""
 
 
-def _table(head: list[str], rows: Sequence[Sequence[Cell]], *, table_id: str | None = None, row_classes: list[str] | None = None, numeric: set[int] | frozenset[int] = frozenset()) -> str:
+def _table(
+    head: list[str] | str,
+    rows: Sequence[Sequence[Cell]],
+    *,
+    table_id: str | None = None,
+    row_classes: list[str] | None = None,
+    numeric: set[int] | frozenset[int] = frozenset(),
+    table_class: str = "",
+) -> str:
     """A table of cells already escaped (or markup made here); a cell given as ``(markup,
-    class)`` gets that class."""
+    class)`` gets that class. ``head``: the column names, or the head's rows as markup."""
     ident = f' id="{table_id}"' if table_id else ""
-    th = "".join(f'<th{" class=num" if i in numeric else ""}>{h}</th>' for i, h in enumerate(head))
+    ident += f' class="{table_class}"' if table_class else ""
+    th = head if isinstance(head, str) else "<tr>" + "".join(f'<th{" class=num" if i in numeric else ""}>{h}</th>' for i, h in enumerate(head)) + "</tr>"
     body = []
     for n, row in enumerate(rows):
         cls = row_classes[n] if row_classes and row_classes[n] else ""
         cells = []
         for i, cell in enumerate(row):
             markup, cell_class = cell if isinstance(cell, tuple) else (cell, "num" if i in numeric else "")
-            cells.append(f'<td{f" class={cell_class}" if cell_class else ""}>{markup}</td>')
+            attribute = f' class="{cell_class}"' if cell_class else ""
+            cells.append(f"<td{attribute}>{markup}</td>")
         body.append(f'<tr{f" class={cls}" if cls else ""}>{"".join(cells)}</tr>')
-    return f"<table{ident}><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f"<table{ident}><thead>{th}</thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _num(value: Any) -> str:
@@ -199,47 +231,65 @@ def _host_ids(doc: RunReport) -> dict[str, str]:
 
 
 def _headline(doc: RunReport) -> str:
+    """The answer first: the verdict's causes as a list (one line per failing field, check or
+    benchmark level), then the counts in smaller type, as the Markdown summary says them."""
     verdict = doc.verdict
-    reasons = doc.reasons
-    lead = {HOLD: "Held because:", INCONCLUSIVE: "Not promotable until measured:", PROMOTE: "Nothing failed and nothing is open."}.get(verdict, "")
-    shown = "".join(f"<li>{_t(r)}</li>" for r in reasons[:REASONS_SHOWN])
+    causes, counts = causes_and_counts(doc)
+    listed = causes or counts  # a run with no cause (inconclusive, a collection error) lists its counts
+    shown = "".join(f"<li>{_t(r)}</li>" for r in listed[:REASONS_SHOWN])
     more = ""
-    if len(reasons) > REASONS_SHOWN:
-        rest = "".join(f"<li>{_t(r)}</li>" for r in reasons[REASONS_SHOWN:])
-        more = f"<details><summary>{len(reasons) - REASONS_SHOWN} more reason(s)</summary><ol class=reasons start={REASONS_SHOWN + 1}>{rest}</ol></details>"
+    if len(listed) > REASONS_SHOWN:
+        rest = "".join(f"<li>{_t(r)}</li>" for r in listed[REASONS_SHOWN:])
+        more = f"<details><summary>{len(listed) - REASONS_SHOWN} more reason(s)</summary><ol class=reasons start={REASONS_SHOWN + 1}>{rest}</ol></details>"
+    tally = "".join(f"<li>{_t(r)}</li>" for r in counts) if causes else ""
     return (
         f'<header id="verdict" class="verdict {_t(verdict)}">'
         f'<h1>SGLang promotion gate: <span class="word">{_t(VERDICT_WORD.get(verdict, verdict))}</span></h1>'
-        f"<p><strong>{_t(lead)}</strong></p>"
+        f"<p><strong>{_t(verdict_lead(doc))}</strong></p>"
         + (f"<ol class=reasons>{shown}</ol>{more}" if shown else "")
+        + (f"<ul class=counts>{tally}</ul>" if tally else "")
         + f'<p class="meta">{_t(summary_line(doc.counts))} · pytest exit status {_t(doc.exit_status)} · '
         f'{len(doc.hosts)} host(s) · {_t(doc.created_at)} · {_t(doc.tool.name)} {_t(doc.tool.version)}</p>'
         "</header>"
     )
 
 
-def _hosts_table(doc: RunReport, ids: dict[str, str]) -> str:
+def _host_link(host: str, ids: dict[str, str], labels: dict[str, str]) -> str:
+    """A host's short label, linked to its section, its full spec in the tooltip."""
+    return f'<a href="#{ids[host]}" class="hostlabel" title="{_t(host)}">{_t(labels[host])}</a>'
+
+
+def _host_key(hosts: Sequence[str], labels: dict[str, str]) -> str:
+    """The legend of the short labels: each label beside its host's full spec."""
+    if all(labels[h] == h for h in hosts):
+        return ""
+    items = "".join(f'<li><span class="hostlabel">{_t(labels[h])}</span> <span class="mono">{_t(h)}</span></li>' for h in hosts)
+    return f'<ul class="hostkey" aria-label="host labels">{items}</ul>'
+
+
+def _hosts_table(doc: RunReport, ids: dict[str, str], labels: dict[str, str]) -> str:
     hosts = doc.hosts
     if not hosts:
         return '<section id="hosts"><h2>Hosts</h2><p class="empty">No SGLang host in this run.</p></section>'
-    rows = []
+    rows: list[Sequence[Cell]] = []
     for h in hosts:
         facts = h.facts
         checks = h.checks
         failed = sum(1 for c in checks if not c.passed)
         rows.append(
             [
-                f'<a href="#{ids[h.host]}">{_t(h.host)}</a>',
-                _verdict_badge(h.verdict),
-                _t("; ".join(h.reasons) or "—"),
-                _t((facts and facts.sglang_version) or "—"),
+                (_host_link(h.host, ids, labels), "host"),
+                (_verdict_badge(h.verdict), "word"),
+                "<br>".join(_t(r) for r in h.reasons) or "—",
+                (_t((facts and facts.sglang_version) or "—"), "word"),
                 _t((facts and facts.model) or "—"),
                 _t((facts and facts.gpu) or "—"),
                 _t(summary_line(h.counts)),
-                _t(f"{len(checks) - failed}/{len(checks)} passed" if checks else "—"),
+                (_t(f"{len(checks) - failed}/{len(checks)} passed" if checks else "—"), "word"),
             ]
         )
-    return '<section id="hosts"><h2>Hosts</h2>' + _table(["host", "verdict", "why", "SGLang", "model", "GPU", "tests", "checks"], rows) + "</section>"
+    table = _table(["host", "verdict", "why", "SGLang", "model", "GPU", "tests", "checks"], rows, table_class="fit")
+    return f'<section id="hosts"><h2>Hosts</h2>{_host_key([h.host for h in hosts], labels)}<div class="scroll">{table}</div></section>'
 
 
 # ---- benchmarks ---------------------------------------------------------------------------------
@@ -326,42 +376,79 @@ def _benchmarks(doc: RunReport, draw: bool) -> str:
 # ---- the fleet ------------------------------------------------------------------------------------
 
 
-def _fleet_values(host: HostSection) -> dict[str, str]:
-    values = {f"facts.{name}": _value(getattr(host.facts, name, None)) for name in FLEET_FACTS}
-    values.update({f"effective.{name}": _value(entry.value) for name, entry in host.effective.items()})
-    return values
+WIDEST = 40  # characters: the widest a field name's column is made (the page's policy allows no style attribute, so widths are classes)
+VALUE_CHARS = 24  # a value in the fleet and findings tables: longer ones are cut, whole in the tooltip
 
 
-def _fleet(doc: RunReport, ids: dict[str, str]) -> str:
-    hosts = [h for h in doc.hosts if h.facts]
-    if len(doc.hosts) < 2:
+def _short_value(value: Any, limit: int = VALUE_CHARS) -> str:
+    """A value on one line of a narrow column: cut at a word with ``…``, the whole of it in
+    the tooltip; an explain finding as its severity and status."""
+    if isinstance(value, Mapping) and {"severity", "status"} <= set(value):
+        value = f"{value.get('severity')} ({value.get('status')})"
+    text = "—" if value is None else _value(value)
+    short = shorten(text, limit)
+    return _t(short) if short == text else f'<span title="{_t(shorten(text, 400))}">{_t(short)}</span>'
+
+
+def _field_name(name: str) -> str:
+    """A field name in a column head, breakable after ``_`` and ``.`` (between its words),
+    its column wide enough that it takes at most two lines."""
+    parts = re.findall(r"[^_.]+[_.]?|[_.]", name)
+    width = min(max(max(len(p) for p in parts), _two_lines(parts)) + 1, WIDEST)
+    return f'<span class="mono w{width}">{"<wbr>".join(_t(p) for p in parts)}</span>'
+
+
+def _two_lines(parts: list[str]) -> int:
+    """The fewest characters a line needs for ``parts`` to fit on two lines."""
+    total = sum(len(p) for p in parts)
+    return min((max(sum(len(p) for p in parts[:i]), total - sum(len(p) for p in parts[:i])) for i in range(1, len(parts) + 1)), default=total)
+
+
+def _fleet_head(fields: list[str]) -> str:
+    """Two head rows: each section (``effective``, ``server_args``, ``launch.requested``,
+    ``findings`` ...) over the names of its fields."""
+    sections: list[tuple[str, int]] = []
+    for name in fields:
+        section = field_section(name)[0]
+        if sections and sections[-1][0] == section:
+            sections[-1] = (section, sections[-1][1] + 1)
+        else:
+            sections.append((section, 1))
+    top = "".join(f'<th colspan="{n}" class="section"><span class="mono">{_t(section)}</span></th>' for section, n in sections)
+    names = "".join(f"<th>{_field_name(field_section(name)[1])}</th>" for name in fields)
+    return f'<tr><th class="host"></th>{top}</tr><tr><th class="host">host</th>{names}</tr>'
+
+
+def _fleet(doc: RunReport, ids: dict[str, str], labels: dict[str, str]) -> str:
+    view = fleet_view(doc)
+    if view is None:
         return ""
-    values = {h.host: _fleet_values(h) for h in hosts}
-    fields = sorted({f for v in values.values() for f in v})
-    differing = [f for f in fields if len({v.get(f, "(absent)") for v in values.values()}) > 1]
     out = ['<section id="fleet"><h2>Fleet: hosts by the fields where they differ</h2>']
     for check in doc.run_checks:
-        if check.check == "sglang-fleet":
+        if check.check == FLEET_CHECK:
             status = _badge("passed" if check.passed else "failed")
             notes = [_t(n) for n in check.notes]
             out.append(f"<p>Check <code>sglang-fleet</code> {status} {' '.join(f'<span class=note>{n}</span>' for n in notes)}</p>")
-    unread = [h.host for h in doc.hosts if not h.facts]
+    unread = [h.host for h in doc.hosts if h.host not in view.hosts]
     if unread:
         out.append(f"<p class=note>Not read, so not compared: {_t(', '.join(unread))}</p>")
-    if not differing:
-        out.append(f"<p>The {len(hosts)} hosts read agree on all {len(fields)} fields compared (the effective configuration, SGLang version, model and GPU).</p></section>")
+    compared = "their configuration documents" if view.check is not None else "the effective configuration, SGLang version, model and GPU"
+    if not view.fields:
+        out.append(f"<p>The {len(view.hosts)} hosts read agree on all {view.compared} fields compared ({compared}).</p></section>")
         return "".join(out)
-    usual = {f: Counter(v.get(f, "(absent)") for v in values.values()).most_common(1)[0][0] for f in differing}
-    head = ["host"] + [f'<span class="mono">{_t(f)}</span>' for f in differing]
-    rows: list[Sequence[Cell]] = [["<em>most hosts</em>"] + [_t(usual[f]) for f in differing]]
-    for host, own in values.items():
-        cells: list[Cell] = [f'<a href="#{ids[host]}">{_t(host)}</a>']
-        for f in differing:
-            value = own.get(f, "(absent)")
-            cells.append((_t(value), "differs") if value != usual[f] else _t(value))
+    fleet = f"{_t(labels.get(view.reference, view.reference))}'s" if view.reference else "most hosts'"
+    rows: list[Sequence[Cell]] = [[(f'<em title="the fleet\'s configuration: {fleet}">fleet</em>', "host")] + [_short_value(view.fleet.get(f)) for f in view.fields]]
+    for host in view.hosts:
+        cells: list[Cell] = [(_host_link(host, ids, labels), "host")]
+        for name in view.fields:
+            value = _short_value(view.values[host].get(name))
+            cells.append((value, "differs") if view.differs(host, name) else value)
         rows.append(cells)
-    table = _table(head, rows)
-    out.append(f"<p>{len(differing)} of {len(fields)} fields differ; a highlighted value differs from most hosts'.</p><div class=scroll>{table}</div></section>")
+    table = _table(_fleet_head(view.fields), rows, table_class="fit fleet")
+    out.append(
+        f"<p>{len(view.fields)} of {view.compared} fields differ ({compared}); a highlighted value differs from the fleet's configuration ({fleet}).</p>"
+        f"<div class=scroll>{table}</div>{_host_key(view.hosts, labels)}</section>"
+    )
     return "".join(out)
 
 
@@ -387,12 +474,13 @@ def _findings(host: HostSection) -> str:
     order = {"error": 0, "warning": 1, "info": 2}
     rows = []
     for f in sorted(findings, key=lambda f: order.get(f.severity, 3)):
-        asked = "not requested" if f.requested is None else f"requested {_value(f.requested)}"
-        knob = f"<code>{_t(f.setting)}</code>: {_t(asked)}, in effect {_t(_value(f.effective))}"
+        asked = "not requested" if f.requested is None else f"requested {_short_value(f.requested)}"
+        knob = f"{_field_name(f.setting)}: {asked}, in effect {_short_value(f.effective)}"
         if f.predicted is not None and f.predicted != f.effective:
-            knob += f", predicted {_t(_value(f.predicted))}"
-        rows.append([_badge(f.severity), f"<strong>{_t(f.title)}</strong><br>{_t(f.summary)}<br><span class=note>rule <code>{_t(f.rule)}</code></span>", knob, _t(f.status)])
-    out.append(_table(["severity", "cause", "the knobs", "status"], rows))
+            knob += f", predicted {_short_value(f.predicted)}"
+        cause = f'<strong title="{_t(f.summary)}">{_t(f.title)}</strong>'
+        rows.append([(_badge(f.severity), "word"), (_t(f.status), "word"), (cause, "cause"), (f"<code>{_t(f.rule)}</code>", "word"), (knob, "knob")])
+    out.append(f'<div class="scroll">{_table(["severity", "status", "cause", "rule", "the knobs"], rows, table_class="fit findings")}</div>')
     return "".join(out)
 
 
@@ -435,7 +523,7 @@ def _diff_table(diffs: list[FieldDifference]) -> str:
     rows = []
     for d in diffs:
         sources = "; ".join(f"{side}: {src}" for side, src in (("baseline", d.baseline_source), ("live", d.live_source)) if src)
-        status = _t(d.status) + (f" <span class=note>{_t(d.note)}</span>" if d.note else "")
+        status = f'<span class="word">{_t(d.status)}</span>' + (f" <span class=note>{_t(d.note)}</span>" if d.note else "")
         rows.append([f"<code>{_t(d.name)}</code>", _t(_value(d.baseline)), _t(_value(d.live)), status, f"<span class=note>{_t(sources)}</span>"])
     return _table(["field", "baseline", "live", "status", "read from"], rows) if rows else ""
 
@@ -507,8 +595,9 @@ def _effective(host: HostSection, index: int, few_hosts: bool) -> str:
     return f"<details{opened}><summary>Effective configuration: {len(rows)} values, {changed_count} differ from what was requested</summary>{box}{table}</details>"
 
 
-def _host(host: HostSection, index: int, few_hosts: bool) -> str:
-    out = [f'<section class="host" id="host-{index}"><h2>{_t(host.host)} {_verdict_badge(host.verdict)}</h2>']
+def _host(host: HostSection, index: int, few_hosts: bool, label: str) -> str:
+    named = f'<span class="hostlabel">{_t(label)}</span> ' if label != host.host else ""
+    out = [f'<section class="host" id="host-{index}"><h2>{named}{_t(host.host)} {_verdict_badge(host.verdict)}</h2>']
     if host.reasons:
         out.append(f"<ol class=reasons>{''.join(f'<li>{_t(r)}</li>' for r in host.reasons)}</ol>")
     if host.error:
@@ -538,14 +627,14 @@ def _other(doc: RunReport) -> str:
     return "".join(out)
 
 
-def _nav(doc: RunReport, has_bench: bool, has_fleet: bool) -> str:
+def _nav(doc: RunReport, has_bench: bool, has_fleet: bool, labels: dict[str, str]) -> str:
     links = ['<a href="#verdict">verdict</a>', '<a href="#hosts">hosts</a>']
     if has_bench:
         links.append('<a href="#benchmarks">benchmarks</a>')
     if has_fleet:
         links.append('<a href="#fleet">fleet</a>')
     for i, h in enumerate(doc.hosts, 1):
-        links.append(f'<a href="#host-{i}" class="to {_t(h.verdict)}">{_t(h.host)}</a>')
+        links.append(f'<a href="#host-{i}" class="to {_t(h.verdict)}" title="{_t(h.host)}">{_t(labels[h.host])}</a>')
     return f"<nav>{''.join(links)}</nav>"
 
 
@@ -557,8 +646,9 @@ def render(document: RunReport | Mapping[str, Any], *, charts: bool | None = Non
     draw = chart_module.available() if charts is None else charts
     ids = _host_ids(doc)
     hosts = doc.hosts
+    labels = host_labels([h.host for h in hosts])
     benchmarks = _benchmarks(doc, draw)
-    fleet = _fleet(doc, ids)
+    fleet = _fleet(doc, ids, labels)
     style = STYLE + _swatch_style()
     policy = f"default-src 'none'; style-src '{_hash(style)}'; script-src '{_hash(SCRIPT)}'; img-src 'none'; base-uri 'none'; form-action 'none'"
     verdict = doc.verdict
@@ -571,11 +661,11 @@ def render(document: RunReport | Mapping[str, Any], *, charts: bool | None = Non
         f"<title>SGLang promotion gate: {_t(VERDICT_WORD.get(verdict, verdict))}</title>",
         f"<style>{style}</style></head><body><main>",
         _headline(doc),
-        _nav(doc, bool(benchmarks), bool(fleet)),
-        _hosts_table(doc, ids),
+        _nav(doc, bool(benchmarks), bool(fleet), labels),
+        _hosts_table(doc, ids, labels),
         benchmarks,
         fleet,
-        *(_host(h, i, len(hosts) <= 4) for i, h in enumerate(hosts, 1)),
+        *(_host(h, i, len(hosts) <= 4, labels[h.host]) for i, h in enumerate(hosts, 1)),
         _other(doc),
         f'<footer>{_t(summary_line(doc.counts))} · written by pytest-sglang from the JSON report of {_t(doc.created_at)}</footer>',
         f"</main><script>{SCRIPT}</script></body></html>",

@@ -15,9 +15,10 @@ import json
 from typing import Any, Mapping, Sequence
 
 from pytest_sglang.base.secrets import scrub
-from pytest_sglang.judge.gate.models import CheckRecord, HostSection, RunReport, ValueRead
-from pytest_sglang.render.report.document import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, FieldDifference, baseline_diffs, bench_name, report_of, short_name, summary_line
+from pytest_sglang.judge.gate.models import CheckRecord, HostSection, RunReport, ValueRead, differing_fields
+from pytest_sglang.render.report.document import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, baseline_diffs, bench_name, report_of, short_name, summary_line, verdict_lead
 from pytest_sglang.render.report.escape import md_code, md_text
+from pytest_sglang.render.report.fleet import fleet_view, host_labels
 from pytest_sglang.render.report.series import level_state, server_figure
 from pytest_sglang.render.report.text import shorten, shorten_front
 
@@ -26,8 +27,6 @@ HEADLINE = {PROMOTE: "✅ PROMOTE", HOLD: "❌ HOLD", INCONCLUSIVE: "⚠️ INCO
 MARK = {PROMOTE: "✅ promote", HOLD: "❌ hold", INCONCLUSIVE: "⚠️ inconclusive"}
 LEVEL_MARK = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inconclusive"}
 TITLE = "## SGLang promotion gate: "
-HELD_BECAUSE = "Held because: "
-NOT_PROMOTABLE = "Not promotable until measured: "
 REASONS_SHOWN = 6
 
 
@@ -86,8 +85,7 @@ def render(doc: RunReport | Mapping[str, Any], *, html_link: str | None = None) 
     hosts = report.hosts
     if verdict in (HOLD, INCONCLUSIVE):
         # The answer first: each cause on its own line (the gate puts them first), then the counts.
-        held = [h for h in hosts if h.verdict == HOLD]
-        head = HELD_BECAUSE + (f"{len(held)} of {len(hosts)} host(s) on hold" if held else "") if verdict == HOLD else NOT_PROMOTABLE
+        head = verdict_lead(report)  # the HTML page's words
         why = [f"- {_cell(r, 240)}" for r in report.reasons]
         if len(why) > REASONS_SHOWN:
             why = why[:REASONS_SHOWN] + [f"- … and {len(why) - REASONS_SHOWN} more (the JSON report lists them all)"]
@@ -129,13 +127,7 @@ def render(doc: RunReport | Mapping[str, Any], *, html_link: str | None = None) 
     if diffs:
         lines += ["### Baseline diffs", "| host | field | baseline | live | status |", "|---|---|---|---|---|", *_capped_rows(diffs, 5, "differences"), ""]
 
-    drift = []
-    for c in report.run_checks:
-        for host, host_diffs in (c.differences or {}).items():
-            fields = ", ".join(_name(FieldDifference.read(d).field, 80) for d in host_diffs[:5]) + (f" and {len(host_diffs) - 5} more" if len(host_diffs) > 5 else "")
-            drift.append(f"- **{_host(host)}** differs from the fleet in {len(host_diffs)} field(s): {fields}")
-    if drift:
-        lines += ["### Fleet drift", *_capped(drift, "hosts"), ""]
+    lines += _fleet(report)
 
     findings = []
     for h in hosts:
@@ -166,6 +158,34 @@ def render(doc: RunReport | Mapping[str, Any], *, html_link: str | None = None) 
 
     lines.append(f"<sub>{_cell(summary_line(report.counts), 200)} · pytest exit status {_cell(report.exit_status, 20)} · pytest-sglang {_cell(report.tool.version, 40)}</sub>")
     return "\n".join(lines) + "\n"
+
+
+def _fleet(report: RunReport) -> list[str]:
+    """The hosts that differ from the fleet's configuration, by their short labels, with the
+    count of differing fields every report gives, and the labels' full specs under the table."""
+    view = fleet_view(report)
+    if view is None or view.check is None or not view.fields:
+        return []
+    differences = view.check.differences or {}
+    labels = host_labels([h.host for h in report.hosts])
+    rows = []
+    for host in differences:
+        fields = differing_fields(differences, host)
+        named = ", ".join(_name(f, 80) for f in fields[:5]) + (f" and {len(fields) - 5} more" if len(fields) > 5 else "")
+        rows.append(f"| {_cell(labels.get(host, host), 30)} | {len(fields)} | {named} |")
+    fleet = f", **{_cell(labels.get(view.reference, view.reference), 30)}**'s" if view.reference else ""
+    named_hosts = [h for h in labels if h in differences or h == view.reference][: LIMIT + 1]
+    key = " · ".join(f"**{_cell(labels[h], 30)}** {md_text(shorten_front(h, 120))}" for h in named_hosts if labels[h] != h)
+    return [
+        "### Fleet drift",
+        f"{len(view.fields)} of {view.compared} fields differ from the fleet's configuration{fleet}.",
+        "",
+        "| host | fields | differs in |",
+        "|---|---|---|",
+        *_capped_rows(rows, 3, "hosts"),
+        "",
+        *([f"Hosts: {key}", ""] if key else []),
+    ]
 
 
 def _capped_tests(lines: list[str]) -> list[str]:
