@@ -157,7 +157,7 @@ def test_the_markdown_gives_a_verdict_per_host_and_what_holds_it_in_a_screenful(
     assert f"| {BASELINE} | ✅ promote | — | 0.5.12 |" in md
     assert f"| {CANDIDATE} | ❌ hold | max_running_requests 26 &lt; 40: capped by the mamba state cache" in md  # its first cause
     assert "### Failing checks" in md and f"**sglang-lint[{CANDIDATE}]**: WARNING \\[capacity.mamba-cap\\]" in md  # the check's text, escaped
-    assert "### Fleet drift" in md and "| candidate | 33 | `effective.flashinfer_allreduce_fusion_requested`" in md  # the host by its short label
+    assert "### Fleet drift" in md and "| candidate | 36 | `effective.flashinfer_allreduce_fusion_requested`" in md  # the host by its short label
     assert f"Hosts: **baseline** {BASELINE} · **candidate** {CANDIDATE}" in md  # and the labels' full specs
     assert f"{CANDIDATE}: **WARNING** `capacity.mamba-cap`" in md
     assert "### Failing tests" in md and f"- `test_running_requests[{CANDIDATE}]` failed: assert 26 >= 40" in md
@@ -312,7 +312,7 @@ def test_every_output_of_the_seed_gate_gives_the_same_count_of_differing_fields(
     }
     found = {where: {int(n) for match in matches for n in (match if isinstance(match, tuple) else (match,)) if n} for where, matches in said.items()}
     assert found == dict.fromkeys(said, {count}), found
-    assert f"the hosts of this run do not agree: 7 change(s) ({count} field(s)) differ:" in done.stdout
+    assert f"the hosts of this run do not agree: 8 change(s) ({count} field(s)) differ:" in done.stdout
     assert f"{count} of {compared} fields differ" in (out / "report.md").read_text()
     page = (out / "report.html").read_text()
     assert f"{count} of {compared} fields differ" in page
