@@ -13,6 +13,7 @@ docs/reports.md use it; ``python tests/report_run.py DIR`` runs it in DIR.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,16 @@ def gate_run(work: Path) -> subprocess.CompletedProcess[str]:
         "--sglang-report-html=out/report.html",
         "--sglang-report-md=out/report.md",
     )
+
+
+def seed_gate_run(work: Path) -> subprocess.CompletedProcess[str]:
+    """The example suite's seed gate as a reviewer runs it: baseline and candidate, the smoke
+    benchmark at its one level (concurrency=48). Writes ``work/out/report.{json,html,md}``."""
+    shutil.copytree(Path(__file__).resolve().parents[1] / "example_suite", work, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    hosts = (f"--sglang-host={BASELINE}", f"--sglang-host={CANDIDATE}")
+    reports = ("--sglang-report-json=out/report.json", "--sglang-report-html=out/report.html", "--sglang-report-md=out/report.md")
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", *hosts, "--sglang-bench=smoke", *reports]
+    return subprocess.run(command, cwd=work, env=environment(), capture_output=True, text=True, timeout=600)
 
 
 if __name__ == "__main__":
