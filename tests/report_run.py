@@ -110,6 +110,9 @@ def seed_gate(work: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=work, env=environment(), capture_output=True, text=True, timeout=600)
 
 
+seed_gate_run = seed_gate  # the same run, as the chart checks name it
+
+
 if __name__ == "__main__":
     done = gate_run(Path(sys.argv[1]))
     print(done.stdout[-4000:], done.stderr[-2000:])

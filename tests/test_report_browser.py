@@ -1,7 +1,8 @@
 """The HTML report in a real browser: headless Chromium (Debian's ``chromium``) driven by
 Playwright's Python API, offline. The page of a whole gate run (``tests/report_run.py``: the
 seed deployment's baseline and candidate with benchmarks and baselines) loads with no console
-error and no request, draws every chart with the series and points the JSON report holds,
+error and no request, draws every chart with the series and points the JSON report holds (and
+the example suite's seed gate, one level per host, as a bar per host),
 filters the configuration table, shows the verdict without scrolling, reads with JavaScript off
 and prints; a served model name carrying ``<script>`` and ``<img onerror>`` runs nothing and
 shows as written. The fleet fits: for the seed gate (``report_run.seed_gate``) and a fleet of 32
@@ -148,6 +149,12 @@ def fleet32(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def seed_report(seed: Path) -> tuple[Path, dict[str, Any]]:
+    """The seed gate's page and its JSON report (one benchmark level per host)."""
+    return seed, json.loads((seed.parent / "report.json").read_text())
+
+
+@pytest.fixture(scope="module")
 def hostile(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The page of a run against a host that serves a model named with markup."""
     work = tmp_path_factory.mktemp("hostile")
@@ -246,6 +253,39 @@ def test_every_chart_is_drawn_with_one_line_per_host_and_a_point_per_level(opene
     assert by_chart["throughput"]["bands"] == compared and by_chart["ttft"]["bands"] == 2 * compared  # each host's baseline repeats
     assert by_chart["server"]["rules"] == 2  # effective max_running_requests 48 and 26
     assert expected["ttft"][2] > 0  # the candidate's capped running requests fail the latency threshold
+
+
+def test_one_level_per_host_draws_a_bar_per_host_inside_each_chart(browser, seed_report):
+    """The seed gate benchmarks each host at concurrency=48: every chart is a bar per host,
+    drawn inside its frame with the height of its figure, a failed host's bar outlined."""
+    path, doc = seed_report
+    opened = Opened(browser, path)
+    try:
+        drawn = opened.page.evaluate(
+            """() => Array.from(document.querySelectorAll('svg.plot')).map(svg => {
+                const frame = svg.getBoundingClientRect();
+                const bars = Array.from(svg.querySelectorAll('g.series rect.bar'));
+                return {
+                    chart: svg.dataset.chart,
+                    bars: bars.map(b => [Number(b.closest('g.series').dataset.series), b.getBoundingClientRect().height]),
+                    inside: bars.every(b => { const box = b.getBoundingClientRect(); return box.height > 0 && box.left >= frame.left && box.right <= frame.right && box.top >= frame.top && box.bottom <= frame.bottom; }),
+                    marks: Array.from(svg.querySelectorAll('rect.mark.fail')).map(m => Number(m.dataset.series)),
+                    points: svg.querySelectorAll('circle.point').length,
+                };
+            })"""
+        )
+        assert opened.errors == [] and [m for m in opened.console if m.startswith("error")] == []
+    finally:
+        opened.close()
+    failed = [n for n, h in enumerate(doc["hosts"], 1) for b in h["benchmarks"] for lv in b["levels"] if lv.get("verdict") == "fail"]
+    assert failed == [2]  # the candidate's queued requests fail the p99 TTFT limit
+    assert [d["chart"] for d in drawn] == ["throughput", "ttft", "itl", "server"]
+    for d in drawn:
+        assert [n for n, _ in d["bars"]] == [1, 2] and d["inside"] and d["points"] == 0, d
+        assert d["marks"] == failed, d
+    ttft = {n: height for n, height in next(d for d in drawn if d["chart"] == "ttft")["bars"]}
+    levels = [h["benchmarks"][0]["levels"][0]["ttft"]["p99"] for h in doc["hosts"]]
+    assert abs(ttft[2] / ttft[1] - levels[1] / levels[0]) < 0.05 * levels[1] / levels[0]  # bars as tall as their figures
 
 
 def test_the_filter_narrows_the_configuration_table(opened, gate):

@@ -131,6 +131,52 @@ def test_a_run_writes_one_self_contained_page_with_verdicts_findings_and_the_con
     assert "[report.html](<report.html>)" in md
 
 
+def test_the_seed_gate_of_one_benchmark_level_has_bars_in_the_page_and_a_chart_in_the_summary(pytester):
+    """The example suite against the seed's two deployments, benchmarked at its one level
+    (concurrency=48): a bar per host on every chart, the candidate's failed level marked in the
+    page and named in the Markdown, and no float noise anywhere: the baseline here reports the
+    share of memory its post-init computed with an arithmetic tail (0.7851260156250001)."""
+    for name in ("pytest.ini", "conftest.py", "test_qwen35_deployment.py"):
+        (pytester.path / name).write_text((ROOT / "example_suite" / name).read_text())
+    profile = json.loads((ROOT / "pytest_sglang" / "simulator" / "profiles" / "qwen35-122b-a10b-4xrtx6000-baseline.json").read_text())
+    assert profile["server_args"]["mem_fraction_static"] == 0.785126015625
+    profile["server_args"]["mem_fraction_static"] = NOISY
+    (pytester.path / "noisy-baseline.json").write_text(json.dumps(profile))
+    baseline = f"sim://{pytester.path / 'noisy-baseline.json'}"
+    noisy = "def test_memory_share(server_args):\n    assert server_args.mem_fraction_static >= 0.8\n"
+    result = run(pytester, f"--sglang-host={baseline}", f"--sglang-host={CANDIDATE}", "--sglang-bench=smoke", suite=noisy)
+    assert result.ret == 1
+    page = (pytester.path / "out" / "report.html").read_text()
+    md = (pytester.path / "out" / "report.md").read_text()
+    bars = re.findall(r'<svg [^>]*class="plot bars".*?</svg>', page, re.S)
+    assert len(bars) == 4 and all(svg.count('<rect class="bar"') == 2 for svg in bars)
+    assert sum(svg.count('<rect class="mark fail"') for svg in bars) == 4  # the candidate's level failed: its bar on each chart
+    blocks = mermaid_blocks(md)
+    assert len(blocks) == 3 and all('x-axis "host" ["host 1", "host 2 (failed)"]' in b for b in blocks)
+    assert "assert 0.785126015625 &gt;= 0.8" in page and "`0.785126015625`" in md
+    doc = json.loads((pytester.path / "out" / "report.json").read_text())
+    texts = list(_strings(doc))
+    for text in (page, md, *texts):
+        assert repr(NOISY) not in text
+    assert any("assert 0.785126015625 >= 0.8" in text for text in texts)  # pytest's own message, kept without the noise
+    assert repr(NOISY) in result.stdout.str()  # the value the test read had the tail: pytest's own traceback shows it
+
+
+NOISY = 0.7851260156250001
+
+
+def _strings(node: Any) -> Any:
+    """Every string of a JSON document (its text fields)."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+
+
 def test_the_report_subcommand_renders_the_same_page_from_the_json_report(pytester, capsys):
     run(pytester, f"--sglang-host={BASELINE}", f"--sglang-host={CANDIDATE}", "--sglang-fleet")
     out = pytester.path / "out"
@@ -276,25 +322,109 @@ def test_the_charts_module_says_whether_the_extra_is_installed():
 # ---- the Markdown charts ----------------------------------------------------------------------
 
 
+XYCHART_LINE = {
+    "title": re.compile(r'^    title "[^"]*"$'),
+    "x-axis": re.compile(r'^    x-axis "[^"]*" \[("[^"]*"(, "[^"]*")*)\]$'),
+    "y-axis": re.compile(r'^    y-axis "[^"]*" 0 --> \d+(\.\d+)?$'),
+    "series": re.compile(r"^    (bar|line) \[(-?\d+(\.\d+)?(, -?\d+(\.\d+)?)*)\]$"),
+}
+
+
+def xychart_problems(block: str) -> list[str]:
+    """What in a ```` ```mermaid ```` block is not a valid ``xychart-beta`` as this project
+    writes it: an init line, the chart type, a title, the x-axis with quoted categories, the
+    y-axis range, then bar and line series of one number per category."""
+    lines = block.splitlines()
+    problems = []
+    if not (lines[0].startswith("%%{init: ") and lines[0].endswith("}%%") and json.loads(lines[0][len("%%{init: ") : -len("}%%")])):
+        problems.append(f"init: {lines[0]}")
+    if lines[1:2] != ["xychart-beta"]:
+        problems.append(f"type: {lines[1:2]}")
+    if not XYCHART_LINE["title"].match(lines[2]):
+        problems.append(f"title: {lines[2]}")
+    axis = XYCHART_LINE["x-axis"].match(lines[3])
+    if not axis or not XYCHART_LINE["y-axis"].match(lines[4]):
+        return problems + [f"axes: {lines[3:5]}"]
+    categories = len(re.findall(r'"[^"]*"', axis.group(1)))
+    series = [XYCHART_LINE["series"].match(line) for line in lines[5:]]
+    if not series or not all(series):
+        problems.append(f"series: {lines[5:]}")
+    problems += [f"{m.group(1)} of {len(m.group(2).split(', '))} values on {categories} categories" for m in series if m and len(m.group(2).split(", ")) != categories]
+    return problems
+
+
+def mermaid_blocks(md: str) -> list[str]:
+    blocks = re.findall(r"```mermaid\n(.*?)```", md, re.S)
+    for block in blocks:
+        assert xychart_problems(block) == [], block
+    return blocks
+
+
+def test_the_chart_checker_refuses_what_mermaid_would_not_draw():
+    good = '%%{init: {"a": 1}}%%\nxychart-beta\n    title "t"\n    x-axis "h" ["1", "2"]\n    y-axis "ms" 0 --> 700\n    bar [1, 2.5]\n'
+    assert xychart_problems(good) == []
+    assert xychart_problems(good.replace('["1", "2"]', "[1, 2]")) != []  # categories unquoted
+    assert xychart_problems(good.replace("bar [1, 2.5]", "bar [1]")) != []  # a value short
+    assert xychart_problems(good.replace("bar [1, 2.5]", "bars [1, 2]")) != []
+
+
 def test_the_markdown_draws_the_levels_as_a_mermaid_chart_beside_the_table():
     doc = synthetic_report(2, 4)
     doc["hosts"][1]["host"] = "http://gpu01:30000/*bold* [link](x) <i>"
     md = markdown.render(doc, html_link="out/report.html")
     assert "The whole run as one page (charts, findings, configuration): [out/report.html](<out/report.html>)" in md
-    blocks = re.findall(r"```mermaid\n(.*?)```", md, re.S)
+    blocks = mermaid_blocks(md)
     assert len(blocks) == 2  # output throughput, p99 TTFT
     for block in blocks:
         assert block.splitlines()[1] == "xychart-beta"
         assert '"plotColorPalette": "#1f77b4, #ff7f0e"' in block
         assert 'x-axis "concurrency (requests in flight)" ["1", "2", "4", "8"]' in block
         assert len(re.findall(r"^    line \[", block, re.M)) == 2
-    assert "🟦 http\\://gpu00.example:30000 · 🟧 http\\://gpu01:30000/\\*bold\\* \\[link\\](x) &lt;i>" in md  # no address GitHub links
+    assert "🟦 1: http\\://gpu00.example:30000 · 🟧 2: http\\://gpu01:30000/\\*bold\\* \\[link\\](x) &lt;i>" in md  # no address GitHub links
     assert md.index("| host | benchmark | level |") < md.index("```mermaid")
 
 
-def test_a_benchmark_of_one_level_gets_no_chart():
-    md = markdown.render(synthetic_report(2, 1))
-    assert "### Benchmarks" in md and "```mermaid" not in md
+def test_mermaid_names_failed_and_inconclusive_levels_on_the_axis():
+    doc = synthetic_report(3, 4)
+    doc["hosts"][1]["benchmarks"][0]["levels"][0]["verdict"] = "fail"
+    doc["hosts"][2]["benchmarks"][0]["levels"][0]["verdict"] = "fail"
+    doc["hosts"][0]["benchmarks"][0]["levels"][3]["verdict"] = "inconclusive"
+    for block in mermaid_blocks(markdown.render(doc)):
+        assert 'x-axis "concurrency (requests in flight)" ["1 (failed: 2, 3)", "2", "4", "8 (inconclusive: 1)"]' in block
+
+
+def test_one_level_per_host_draws_a_bar_per_host_with_the_baseline_beside_it_in_mermaid():
+    doc = synthetic_report(2, 1)  # each host compared with its benchmark baseline of 3 repeats
+    doc["hosts"][1]["benchmarks"][0]["levels"][0]["verdict"] = "fail"
+    md = markdown.render(doc)
+    blocks = mermaid_blocks(md)
+    assert [b.splitlines()[2] for b in blocks] == [
+        '    title "Output throughput at concurrency 1: test_streams"',
+        '    title "p99 time to first token at concurrency 1: test_streams"',
+        '    title "p99 inter-token latency at concurrency 1: test_streams"',
+    ]
+    repeats = doc["hosts"][0]["benchmarks"][0]["baseline"]["levels"]["concurrency=1"]["output_throughput"]
+    level = doc["hosts"][0]["benchmarks"][0]["levels"][0]
+    throughput = blocks[0].splitlines()
+    assert throughput[3] == '    x-axis "host" ["host 1", "host 1 baseline", "host 2 (failed)", "host 2 baseline"]'
+    # the hosts' bars, then the baselines' bars (their own colour), each zero beside the other
+    assert throughput[5] == f"    bar [{level['output_throughput']:.1f}, 0, {doc['hosts'][1]['benchmarks'][0]['levels'][0]['output_throughput']:.1f}, 0]"
+    assert throughput[6].startswith(f"    bar [0, {sorted(repeats)[1]:.1f}, 0, ")
+    assert "host 1: http\\://gpu00.example:30000 · host 2: http\\://gpu01.example:30000 · grey bars, host N baseline: the median" in md
+
+
+def test_one_level_per_host_draws_bars_in_the_page_with_failed_bars_marked():
+    doc = synthetic_report(3, 1)
+    doc["hosts"][2]["benchmarks"][0]["levels"][0]["verdict"] = "fail"
+    page = html_report.render(doc, charts=True)
+    svgs = re.findall(r'<svg [^>]*class="plot bars"[^>]*data-chart="(\w+)".*?</svg>', page, re.S)
+    assert svgs == ["throughput", "ttft", "itl", "server"]
+    for svg in re.findall(r'<svg [^>]*class="plot bars".*?</svg>', page, re.S):
+        assert svg.count('<rect class="bar"') == 3 and svg.count('<rect class="mark fail"') == 1
+    bands = [svg.count('class="band"') for svg in re.findall(r'<svg [^>]*class="plot bars".*?</svg>', page, re.S)]
+    assert bands == [3, 3, 3, 0]  # each host's baseline repeats beside its bar; /metrics has no baseline
+    assert "at concurrency 1, a bar per host" in page and "circle class=\"point\"" not in page
+    assert "<table" in html_report.render(doc, charts=False)  # the table stands in without the extra
 
 
 # ---- the renderers read the report as typed data ----------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.base.secrets import clip, scrub, scrub_object
+from pytest_sglang.base.text import tidy, tidy_numbers
 from pytest_sglang.judge.gate.document import REPORT_FORMAT, build_document
 from pytest_sglang.judge.gate.summary import read_host, summarize
 from pytest_sglang.judge.gate.verdict import EXIT_MEANING
@@ -45,7 +46,7 @@ def _message(report: pytest.TestReport) -> str | None:
     crash = getattr(longrepr, "reprcrash", None)
     text = getattr(crash, "message", None) or str(longrepr)
     first = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
-    return shorten(first, MESSAGE_LIMIT)
+    return shorten(tidy_numbers(first), MESSAGE_LIMIT)  # pytest writes floats by repr: noise goes
 
 
 def _sections(report: pytest.TestReport) -> list[tuple[str, str]]:
@@ -179,7 +180,7 @@ def junit_value(name: str, value: Any) -> str:
         verdicts = ", ".join(f"{lv.get('name')} {lv.get('verdict') or 'not judged'}" for lv in levels)
         text = f"{value.get('target')}: {len(levels)} level(s), {value.get('repeats', 1)} run(s) each: {verdicts}"
     else:
-        text = value if isinstance(value, str) else repr(value)
+        text = value if isinstance(value, str) else repr(tidy(value))
     return clip(text, PROPERTY_LIMIT)
 
 

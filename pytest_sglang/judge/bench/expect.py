@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pytest_sglang.base.errors import SpecError
+from pytest_sglang.base.text import number
 from pytest_sglang.model.bench import BenchResult, LevelResult
 
 _OPS: dict[str, Callable[[float, float], bool]] = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq}
@@ -46,8 +47,9 @@ class Threshold:
 
 
 def figure_text(value: float) -> str:
-    """A figure as failure messages show it: one decimal from 10 up, three significant digits below."""
-    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3g}"
+    """A figure as failure messages show it: a measured figure (one decimal from 10 up, three
+    significant digits below), written by the reports' one number formatter."""
+    return number(float(value), "ms")
 
 
 def metric_name(words: str) -> str:

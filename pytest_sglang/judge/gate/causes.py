@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 
 from pytest_sglang.base.secrets import clip
+from pytest_sglang.base.text import number, tidy_numbers
 from pytest_sglang.judge.gate.models import Benchmark, CheckRecord, TestResult, ValueRead
 
 # A host's causes beyond this many are counted, not listed.
@@ -39,9 +40,9 @@ def _compared(message: str | None, value: str) -> str | None:
     when its left side is the value read."""
     first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
     found = _ASSERT.match(first)
-    if found is None or found["left"] != value:
+    if found is None or tidy_numbers(found["left"]) != value:
         return None
-    op, right = found["op"], found["right"]
+    op, right = found["op"], tidy_numbers(found["right"])
     if op in ("==", "is"):
         return f"{value}, not {right}"
     return f"{value} {_NEGATED[op]} {right}"
@@ -78,7 +79,7 @@ def bench_causes(bench: Benchmark) -> list[str]:
         queued, running, cap = server.get("peak_queue"), server.get("peak_running"), server.get("max_running_requests")
         queue = ""
         if isinstance(queued, (int, float)) and queued > 0 and isinstance(running, (int, float)):
-            queue = f"; {int(queued)} request(s) queued behind {int(running)} running" + (f" (max_running_requests {cap})" if cap is not None else "")
+            queue = f"; {int(queued)} request(s) queued behind {int(running)} running" + (f" (max_running_requests {number(cap, 'requests')})" if cap is not None else "")
         for reason in level.verdict_reasons or [f"{level.name} failed"]:
             reason = reason if reason.startswith(level.name) else f"{level.name}: {reason}"
             lines.append(_clip(f"benchmark {_name(bench.test)} {reason}{queue}"))

@@ -11,7 +11,10 @@ and leaves the look to the page's own CSS. On the 2-core development machine the
 leather lays out the axes, ticks and scales; the marks are this module's own leather shapes
 (:class:`leather.Shape`), so that every line is one ``<g class="series" data-series=N>`` with
 one ``<circle>`` per point, a failed or inconclusive level a ring on its point, the benchmark
-baseline's repeats a shaded band, and an effective ``max_running_requests`` a dotted rule. The
+baseline's repeats a shaded band, and an effective ``max_running_requests`` a dotted rule. A
+chart of one level draws a ``<rect class="bar">`` per host instead (in its line's ``<g
+class="series">``), a failed or inconclusive bar outlined (``<rect class="mark fail">``), and
+the baseline's repeats as a shaded bar from the lowest to the highest beside it. The
 SVG carries no outside text: lines are named by their legend number, levels by numbers
 formatted in :mod:`pytest_sglang.render.report.series`; the page's legend (HTML, escaped) names the
 hosts.
@@ -20,6 +23,7 @@ hosts.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import warnings
 import xml.etree.ElementTree as ET
@@ -28,7 +32,8 @@ from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
-from pytest_sglang.render.report.series import FAIL, Chart, Group, Line, number_text
+from pytest_sglang.base.text import number
+from pytest_sglang.render.report.series import FAIL, INCONCLUSIVE, Band, Chart, Group, Line, Point, number_text
 
 # Colours by line number (cycled), chosen to stay apart from the marks' red and amber.
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#c9a200", "#333333", "#17becf", "#e377c2", "#7f7f7f")
@@ -108,8 +113,9 @@ def _shapes(leather: Any) -> dict[str, type]:
             return []
 
     class LineShape(_Shape):
-        def __init__(self, line: Line) -> None:
+        def __init__(self, line: Line, unit: str) -> None:
             self.line = line
+            self.unit = unit
 
         def to_svg(self, width: Any, height: Any, x_scale: Any, y_scale: Any, series: Any, palette: Any) -> ET.Element:
             line = self.line
@@ -120,7 +126,7 @@ def _shapes(leather: Any) -> dict[str, type]:
                 path.set("stroke-dasharray", "5 4")
             for p, (x, y) in zip(line.points, xy):
                 dot = ET.SubElement(group, "circle", {"class": "point", "cx": _f(x), "cy": _f(y), "r": "3", "fill": color(line.number)})
-                ET.SubElement(dot, "title").text = f"{line.number}: {p.level}: {number_text(p.y)}" + (f" ({p.state})" if p.state else "")
+                ET.SubElement(dot, "title").text = f"{line.number}: {p.level}: {number(p.y, self.unit)}" + (f" ({p.state})" if p.state else "")
             return group
 
     class BandShape(_Shape):
@@ -175,14 +181,68 @@ def _shapes(leather: Any) -> dict[str, type]:
             group = ET.Element("g", {"class": "rules"})
             for rule in self.chart.rules:
                 y = _f(y_scale.project(rule.value, height, 0))
-                line = ET.SubElement(group, "line", {"class": "rule", "data-value": number_text(rule.value), "x1": "0", "x2": _f(width), "y1": y, "y2": y, "stroke": "#666", "stroke-width": "1.5", "stroke-dasharray": "2 3"})
+                line = ET.SubElement(group, "line", {"class": "rule", "data-value": number(rule.value, "requests"), "x1": "0", "x2": _f(width), "y1": y, "y2": y, "stroke": "#666", "stroke-width": "1.5", "stroke-dasharray": "2 3"})
                 hosts = ", ".join(str(n) for n in rule.numbers)
-                ET.SubElement(line, "title").text = f"effective max_running_requests {number_text(rule.value)} ({hosts})"
+                ET.SubElement(line, "title").text = f"effective max_running_requests {number(rule.value, 'requests')} ({hosts})"
                 label = ET.SubElement(group, "text", {"x": _f(width), "y": str(float(y) - 4), "text-anchor": "end", "font-size": "11", "fill": "#555"})
-                label.text = f"max_running_requests {number_text(rule.value)}"
+                label.text = f"max_running_requests {number(rule.value, 'requests')}"
             return group
 
-    return {"line": LineShape, "band": BandShape, "marks": MarksShape, "rules": RulesShape}
+    class BarsShape(_Shape):
+        """A bar per host (at x = its slot), the baseline's repeats as a shaded bar beside it."""
+
+        def __init__(self, chart: Chart, slots: dict[int, int]) -> None:
+            self.chart = chart
+            self.slots = slots  # host number -> x
+
+        def to_svg(self, width: Any, height: Any, x_scale: Any, y_scale: Any, series: Any, palette: Any) -> ET.Element:
+            group = ET.Element("g", {"class": "bars"})
+            wide = BAR_WIDTH * (float(x_scale.project(2, 0, width)) - float(x_scale.project(1, 0, width)))
+            bands = {band.number: band for band in self.chart.bands}
+            for line in self.chart.lines:
+                band = bands.get(line.number)
+                slot = self.slots[line.number]
+                left = float(x_scale.project(slot - (BAR_SHIFT if band else 0.0), 0, width)) - wide / 2
+                for p in line.points:
+                    _bar(group, self.chart, line, p, (left, wide), (float(y_scale.project(p.y, height, 0)), float(y_scale.project(0, height, 0))))
+                if band is not None:
+                    _baseline_bar(group, self.chart, band, float(x_scale.project(slot + BAR_SHIFT, 0, width)) - wide / 2, wide, lambda v: float(y_scale.project(v, height, 0)))
+            return group
+
+    return {"line": LineShape, "band": BandShape, "marks": MarksShape, "rules": RulesShape, "bars": BarsShape}
+
+
+# A bar's width in level slots; a bar beside a baseline's bar moves this far off its slot.
+BAR_WIDTH, BAR_SHIFT = 0.3, 0.17
+
+
+def _bar(group: ET.Element, chart: Chart, line: Line, p: Point, across: tuple[float, float], down: tuple[float, float]) -> None:
+    """A host's bar (``across``: its left edge and width; ``down``: its top and the axis), outlined when its level failed or was inconclusive."""
+    (left, wide), (top, base) = across, down
+    tall = max(base - top, 0.5)
+    series = ET.SubElement(group, "g", {"class": "series", "data-series": str(line.number), "data-figure": line.figure, "data-points": "1"})
+    bar = ET.SubElement(series, "rect", {"class": "bar", "x": _f(left), "y": _f(top), "width": _f(wide), "height": _f(tall), "fill": color(line.number)})
+    ET.SubElement(bar, "title").text = f"{line.number}: {p.level}: {number(p.y, chart.unit)}" + (f" ({p.state})" if p.state else "")
+    if p.state not in (FAIL, INCONCLUSIVE):
+        return
+    failed = p.state == FAIL
+    outline = {"x": _f(left - 3), "y": _f(top - 3), "width": _f(wide + 6), "height": _f(tall + 3), "fill": "none", "stroke": FAIL_COLOR if failed else INCONCLUSIVE_COLOR, "stroke-width": "2.5" if failed else "2"}
+    mark = ET.SubElement(group, "rect", {"class": f"mark {p.state}", "data-series": str(line.number), **outline})
+    if not failed:
+        mark.set("stroke-dasharray", "3 2")
+    ET.SubElement(mark, "title").text = f"{line.number}: {p.level}: {'failed' if failed else 'inconclusive'}"
+
+
+def _baseline_bar(group: ET.Element, chart: Chart, band: Band, left: float, wide: float, y: Any) -> None:
+    """A benchmark baseline's repeats beside a host's bar: shaded from the lowest to the highest, a line at the median."""
+    for x, low, high in band.spans:
+        shade = ET.SubElement(group, "g", {"class": "band", "data-series": str(band.number), "data-figure": band.figure})
+        rect = ET.SubElement(shade, "rect", {"x": _f(left), "y": _f(y(high)), "width": _f(wide), "height": _f(max(y(low) - y(high), 1.5)), "fill": color(band.number), "fill-opacity": "0.25", "stroke": color(band.number), "stroke-dasharray": "3 2"})
+        median = band.medians.get(x)
+        told = f", median {number(median, chart.unit)}" if median is not None else ""
+        ET.SubElement(rect, "title").text = f"{band.number}: benchmark baseline, {band.repeats} repeat(s): {number(low, chart.unit)} to {number(high, chart.unit)}{told}"
+        if median is not None:
+            ET.SubElement(shade, "line", {"class": "median", "x1": _f(left), "x2": _f(left + wide), "y1": _f(y(median)), "y2": _f(y(median)), "stroke": color(band.number), "stroke-width": "2"})
 
 
 def _y_max(chart: Chart) -> float:
@@ -209,36 +269,19 @@ def chart_svg(group: Group, chart: Chart) -> str:
     with _theme() as leather:
         shapes = _shapes(leather)
         plot = leather.Chart()
-        count = len(group.levels)
-        plot.set_x_scale(leather.Linear(0.6, count + 0.4))  # levels at 1..count: no "zero" line among them
-        top = _y_max(chart)
-        clip = _clipper(top)
-
-        def project(scale: Any, value: Any, range_min: Any, range_max: Any) -> Any:
-            return leather.Linear.project(scale, clip(value), range_min, range_max)
-
-        # The y scale; a mark's value outside it is drawn at its edge.
-        clipped = type("ClippedLinear", (leather.Linear,), {"project": project})
-        plot.set_y_scale(clipped(0, top))
-        labels = group.levels
-        plot.add_x_axis(ticks=list(range(1, count + 1)), tick_formatter=lambda value, index, total: labels[int(value) - 1] if 1 <= int(value) <= count else "", name=group.axis)
-        plot.add_y_axis(tick_formatter=lambda value, index, total: number_text(float(value)), name=chart.unit)
-        for band in chart.bands:
-            plot.add_series(leather.Series([(x + 1, clip(v)) for x, low, high in band.spans for v in (low, high)]), shapes["band"](band))
-        if chart.rules:
-            plot.add_series(leather.Series([(1, clip(rule.value)) for rule in chart.rules]), shapes["rules"](chart))
-        for line in chart.lines:
-            plot.add_series(leather.Series([(p.x + 1, clip(p.y)) for p in line.points]), shapes["line"](line))
-        if chart.marks:
-            plot.add_series(leather.Series([(p.x + 1, clip(p.y)) for _, p in chart.marks]), shapes["marks"](chart))
+        if chart.bars:
+            _bars(leather, plot, shapes, chart)
+        else:
+            _lines(leather, plot, shapes, group, chart)
         body = plot.to_svg_group(WIDTH, HEIGHT)
+    _round_coordinates(body)
     root = ET.Element(
         "svg",
         {
             "xmlns": "http://www.w3.org/2000/svg",
             "viewBox": f"0 0 {WIDTH} {HEIGHT}",
             "role": "img",
-            "class": "plot",
+            "class": "plot bars" if chart.bars else "plot",
             "data-chart": chart.id,
             "data-series-count": str(len(chart.lines)),
             "data-point-count": str(chart.points),
@@ -248,3 +291,61 @@ def chart_svg(group: Group, chart: Chart) -> str:
     ET.SubElement(root, "title").text = chart.title
     root.append(body)
     return ET.tostring(root, encoding="unicode", short_empty_elements=True)
+
+
+_LONG_DECIMAL = re.compile(r"(-?\d+\.\d)\d+")
+
+
+def _round_coordinates(element: ET.Element) -> None:
+    """leather's own coordinates to a tenth of a pixel (``118.30000000000001`` is ``118.3``):
+    no noise digits in the page's source, and a smaller page."""
+    for node in element.iter():
+        for name, value in node.attrib.items():
+            if name != "class" and not name.startswith("data-"):
+                node.set(name, _LONG_DECIMAL.sub(lambda m: m.group(1), value))
+
+
+def _y_scale(leather: Any, plot: Any, chart: Chart) -> Any:
+    """The y scale from 0 to the chart's top, where a value outside it is drawn at its edge;
+    returns that clipping. The edge is leather's highest tick, which may lie above the data:
+    a tick clipped to the data's top would be labelled at the wrong height."""
+    top = _y_max(chart)
+    top = max(top, *(float(t) for t in leather.Linear(0, top).ticks()))
+    clip = _clipper(top)
+
+    def project(scale: Any, value: Any, range_min: Any, range_max: Any) -> Any:
+        return leather.Linear.project(scale, clip(value), range_min, range_max)
+
+    plot.set_y_scale(type("ClippedLinear", (leather.Linear,), {"project": project})(0, top))
+    return clip
+
+
+def _bars(leather: Any, plot: Any, shapes: dict[str, type], chart: Chart) -> None:
+    """A bar per host of a one-level chart: hosts at x = 1..n, labelled by their numbers."""
+    numbers = [line.number for line in chart.lines]
+    slots = {n: i + 1 for i, n in enumerate(numbers)}
+    plot.set_x_scale(leather.Linear(0.4, len(numbers) + 0.6))
+    clip = _y_scale(leather, plot, chart)
+    plot.add_x_axis(ticks=list(range(1, len(numbers) + 1)), tick_formatter=lambda value, index, total: str(numbers[int(value) - 1]) if 1 <= int(value) <= len(numbers) else "", name="host (numbered as in the legend)")
+    plot.add_y_axis(tick_formatter=lambda value, index, total: number_text(float(value)), name=chart.unit)
+    if chart.rules:
+        plot.add_series(leather.Series([(1, clip(rule.value)) for rule in chart.rules]), shapes["rules"](chart))
+    plot.add_series(leather.Series([(slots[line.number], clip(p.y)) for line in chart.lines for p in line.points]), shapes["bars"](chart, slots))
+
+
+def _lines(leather: Any, plot: Any, shapes: dict[str, type], group: Group, chart: Chart) -> None:
+    """A line per host (and figure) over the group's levels."""
+    count = len(group.levels)
+    plot.set_x_scale(leather.Linear(0.6, count + 0.4))  # levels at 1..count: no "zero" line among them
+    clip = _y_scale(leather, plot, chart)
+    labels = group.levels
+    plot.add_x_axis(ticks=list(range(1, count + 1)), tick_formatter=lambda value, index, total: labels[int(value) - 1] if 1 <= int(value) <= count else "", name=group.axis)
+    plot.add_y_axis(tick_formatter=lambda value, index, total: number_text(float(value)), name=chart.unit)
+    for band in chart.bands:
+        plot.add_series(leather.Series([(x + 1, clip(v)) for x, low, high in band.spans for v in (low, high)]), shapes["band"](band))
+    if chart.rules:
+        plot.add_series(leather.Series([(1, clip(rule.value)) for rule in chart.rules]), shapes["rules"](chart))
+    for line in chart.lines:
+        plot.add_series(leather.Series([(p.x + 1, clip(p.y)) for p in line.points]), shapes["line"](line, chart.unit))
+    if chart.marks:
+        plot.add_series(leather.Series([(p.x + 1, clip(p.y)) for _, p in chart.marks]), shapes["marks"](chart))

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 from typing import Any, Iterable, Mapping, Sequence, Union
 
+from pytest_sglang.base.text import number, value_text
 from pytest_sglang.judge.gate.models import CheckRecord, HostSection, RunReport
 from pytest_sglang.render.report import charts as chart_module
 from pytest_sglang.render.report.document import (
@@ -42,7 +42,7 @@ from pytest_sglang.render.report.document import (
 )
 from pytest_sglang.render.report.escape import html_text as _t
 from pytest_sglang.render.report.fleet import FLEET_CHECK, field_section, fleet_view, host_labels
-from pytest_sglang.render.report.series import FAIL, Group, figure, host_groups, level_state, number_text, server_figure
+from pytest_sglang.render.report.series import FAIL, Group, figure, host_groups, level_state, server_figure
 from pytest_sglang.render.report.text import shorten
 
 VERDICT_WORD = {PROMOTE: "PROMOTE", HOLD: "HOLD", INCONCLUSIVE: "INCONCLUSIVE"}
@@ -173,10 +173,9 @@ def _swatch_style() -> str:
 
 
 def _value(value: Any) -> str:
-    """A JSON value as the configuration shows it: strings as they are, the rest as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, default=str)
+    """A JSON value as the configuration shows it: strings as they are, numbers by the one
+    number formatter, the rest as JSON."""
+    return value_text(value)
 
 
 def _badge(word: Any, kind: Any = None) -> str:
@@ -219,8 +218,8 @@ def _table(
     return f"<table{ident}><thead>{th}</thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _num(value: Any) -> str:
-    return number_text(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else "–"
+def _num(value: Any, unit: str | None = None) -> str:
+    return number(float(value), unit) if isinstance(value, (int, float)) and not isinstance(value, bool) else "–"
 
 
 def _host_ids(doc: RunReport) -> dict[str, str]:
@@ -301,15 +300,19 @@ def _legend(group: Group) -> str:
         f'<span class="swatch c{(run.number - 1) % len(chart_module.PALETTE)}"></span>{run.number} {_t(run.host)}</button></li>'
         for run in group.runs
     ]
-    keys = ['<li><span class="key"></span>p99 / peak running</li>', '<li><span class="key dashed"></span>p50 / peak queue</li>']
+    if group.bars:
+        keys = ['<li><span class="key"></span>bars: p99 / peak running</li>']
+    else:
+        keys = ['<li><span class="key"></span>p99 / peak running</li>', '<li><span class="key dashed"></span>p50 / peak queue</li>']
     if any(c.rules for c in group.charts):
         keys.append('<li><span class="key dotted"></span>effective max_running_requests</li>')
     if any(c.bands for c in group.charts):
-        keys.append('<li><span class="bandkey"></span>benchmark baseline: lowest to highest repeat</li>')
+        keys.append('<li><span class="bandkey"></span>benchmark baseline: lowest to highest repeat' + (" (the shaded bar beside)" if group.bars else "") + "</li>")
+    what = "result" if group.bars else "level"
     if any(p.state == FAIL for c in group.charts for _, p in c.marks):
-        keys.append('<li><span class="ring"></span>failed level</li>')
+        keys.append(f'<li><span class="ring"></span>failed {what}</li>')
     if any(p.state != FAIL for c in group.charts for _, p in c.marks):
-        keys.append('<li><span class="ring inconclusive"></span>inconclusive level</li>')
+        keys.append(f'<li><span class="ring inconclusive"></span>inconclusive {what}</li>')
     return f'<ul class="legend">{"".join(items + keys)}</ul>'
 
 
@@ -321,27 +324,27 @@ def _bench_table(group: Group) -> str:
         base_levels = bench.baseline.levels if bench.baseline is not None else {}
         for lv in bench.levels:
             state, reasons = level_state(bench, lv)
-            running = _num(server_figure(lv, "peak_running"))
+            running = _num(server_figure(lv, "peak_running"), "requests")
             cap = server_figure(lv, "max_running_requests")
-            running += f" / {_num(cap)}" if cap is not None else ""
+            running += f" / {_num(cap, 'requests')}" if cap is not None else ""
             base = base_levels.get(lv.name) or {}
             spread = []
-            for metric, label in (("output_throughput", "tok/s"), ("ttft_p99_ms", "p99 TTFT ms")):
+            for metric, label, unit in (("output_throughput", "tok/s", "tokens/s"), ("ttft_p99_ms", "p99 TTFT ms", "ms")):
                 values = [v for v in base.get(metric) or () if isinstance(v, (int, float))]
                 if values:
-                    spread.append(f"{label} {number_text(min(values))}–{number_text(max(values))} ({len(values)})")
+                    spread.append(f"{label} {_num(min(values), unit)}–{_num(max(values), unit)} ({len(values)})")
             rows.append(
                 [
                     f"{run.number} {_t(run.host)}",
                     _t(lv.name),
-                    _num(figure(lv, "output_throughput")),
-                    _num(figure(lv, "ttft_p50")),
-                    _num(figure(lv, "ttft_p99")),
-                    _num(figure(lv, "itl_p50")),
-                    _num(figure(lv, "itl_p99")),
+                    _num(figure(lv, "output_throughput"), "tokens/s"),
+                    _num(figure(lv, "ttft_p50"), "ms"),
+                    _num(figure(lv, "ttft_p99"), "ms"),
+                    _num(figure(lv, "itl_p50"), "ms"),
+                    _num(figure(lv, "itl_p99"), "ms"),
                     _t(f"{lv.completed}/{lv.requests}"),
                     _t(running),
-                    _num(server_figure(lv, "peak_queue")),
+                    _num(server_figure(lv, "peak_queue"), "requests"),
                     _t("; ".join(spread) or "—"),
                     _badge(state) + (f' <span class="note">{_t("; ".join(reasons))}</span>' if reasons else ""),
                 ]
@@ -360,7 +363,8 @@ def _benchmarks(doc: RunReport, draw: bool) -> str:
         out.append("<p class=note>Charts need the report extra (<code>pip install 'pytest-sglang[report]'</code>); the figures are in the tables.</p>")
     for index, group in enumerate(found, 1):
         out.append(f'<div class="bench" id="bench-{index}" data-benchmark="{_t(group.name)}" data-mode="{_t(group.mode)}" data-hosts="{len(group.runs)}" data-levels="{len(group.levels)}">')
-        out.append(f"<h3><code>{_t(group.name)}</code> <span class=note>by {_t(group.axis)}</span></h3>")
+        by = f"at {group.where}, a bar per host" if group.bars else f"by {group.axis}"
+        out.append(f"<h3><code>{_t(group.name)}</code> <span class=note>{_t(by)}</span></h3>")
         out.append(_legend(group))
         if draw:
             figures = [f'<figure class="chart" data-chart="{c.id}"><figcaption>{_t(c.title)}</figcaption>{chart_module.chart_svg(group, c)}</figure>' for c in group.charts]

@@ -11,10 +11,10 @@ never becomes markup or HTML."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping, Sequence
 
 from pytest_sglang.base.secrets import scrub
+from pytest_sglang.base.text import number, value_text
 from pytest_sglang.judge.gate.models import CheckRecord, HostSection, RunReport, ValueRead, differing_fields
 from pytest_sglang.render.report.document import FAILED_OUTCOMES, HOLD, INCONCLUSIVE, PROMOTE, baseline_diffs, bench_name, report_of, short_name, summary_line, verdict_lead
 from pytest_sglang.render.report.escape import md_code, md_text
@@ -42,8 +42,9 @@ def _host(value: Any, limit: int = 48) -> str:
 
 
 def _code(value: Any, limit: int = 40) -> str:
-    """A value in a code span: JSON for anything but a string, shortened, escaped for the span."""
-    text = json.dumps(value, default=str) if not isinstance(value, str) else value
+    """A value in a code span: JSON for anything but a string (numbers by the one number
+    formatter), shortened, escaped for the span."""
+    text = value_text(value)
     text = shorten(scrub(text).replace("`", "'"), limit)  # scrubbed before a key's backtick changes
     return f"`{md_code(text)}`"
 
@@ -72,8 +73,8 @@ def _checks_cell(checks: Sequence[CheckRecord]) -> str:
     return f"{len(checks) - failed}/{len(checks)} passed"
 
 
-def _number(value: Any) -> str:
-    return f"{value:.1f}" if isinstance(value, (int, float)) else "–"
+def _number(value: Any, unit: str) -> str:
+    return number(float(value), unit) if isinstance(value, (int, float)) and not isinstance(value, bool) else "–"
 
 
 def render(doc: RunReport | Mapping[str, Any], *, html_link: str | None = None) -> str:
@@ -218,12 +219,12 @@ def _benchmarks(hosts: Sequence[HostSection]) -> list[str]:
             for lv in b.levels:
                 peak = server_figure(lv, "peak_running")
                 cap = server_figure(lv, "max_running_requests")
-                running = f"{peak:g}" if isinstance(peak, (int, float)) else "–"
-                running += f" / {_cell(cap, 20)}" if cap is not None else ""
+                running = _number(peak, "requests")
+                running += f" / {_cell(number(cap, 'requests'), 20)}" if cap is not None else ""
                 state, reasons = level_state(b, lv)
                 rows.append(
-                    f"| {_host(h.host)} | {_name(name, 50)} | {_cell(lv.name, 30)} | {_number(lv.output_throughput)} | {_number(lv.ttft.p99)} "
-                    f"| {_number(lv.itl and lv.itl.p99)} | {_cell(lv.completed, 20)}/{_cell(lv.requests, 20)} | {running} | {LEVEL_MARK.get(state) or _cell(state, 20)} |"
+                    f"| {_host(h.host)} | {_name(name, 50)} | {_cell(lv.name, 30)} | {_number(lv.output_throughput, 'tokens/s')} | {_number(lv.ttft.p99, 'ms')} "
+                    f"| {_number(lv.itl and lv.itl.p99, 'ms')} | {_cell(lv.completed, 20)}/{_cell(lv.requests, 20)} | {running} | {LEVEL_MARK.get(state) or _cell(state, 20)} |"
                 )
                 if state in ("fail", "inconclusive"):
                     why.append(f"- {_host(h.host)} {_name(name, 50)} {_cell(lv.name, 30)}: {LEVEL_MARK[state]}: {_cell('; '.join(reasons) or '—', 300)}")

@@ -1,7 +1,9 @@
 """What the reports draw of the benchmarks, read from the JSON report alone: the benchmark
 results grouped into charts (one group per benchmark and load mode), one line per host, the
 benchmark baseline's repeats as a band, and each level's result (failed and inconclusive levels
-are marked where they are drawn).
+are marked where they are drawn). A group of one level (every host measured at one
+concurrency) is drawn as bars instead: one bar per host for each figure, the benchmark
+baseline's repeats beside the bar they were compared with.
 
 The HTML page draws these as SVG charts (or tables without the ``report`` extra) and the
 Markdown summary as Mermaid charts; both read only this, so the figures agree. Nothing here
@@ -12,6 +14,7 @@ formats outside text: labels on the level axis are numbers formatted here, host 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -70,6 +73,7 @@ class Band:
     name: str
     key: str | None
     repeats: int
+    medians: dict[int, float] = field(default_factory=dict)  # x -> the repeats' median
 
 
 @dataclass
@@ -88,6 +92,7 @@ class Chart:
     lines: list[Line] = field(default_factory=list)
     bands: list[Band] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
+    bars: bool = False  # one level: a bar per host, not a line
 
     @property
     def points(self) -> int:
@@ -122,6 +127,16 @@ class Group:
     @property
     def id(self) -> str:
         return f"{self.name}-{self.mode}"
+
+    @property
+    def bars(self) -> bool:
+        """One level: every chart is a bar per host."""
+        return len(self.levels) == 1
+
+    @property
+    def where(self) -> str:
+        """The first level in words: ``concurrency 48``, ``request rate 20/s``."""
+        return f"{self.axis.split(' (')[0]} {self.levels[0]}" if self.levels else self.axis
 
 
 # ---- a level --------------------------------------------------------------------------------
@@ -190,7 +205,8 @@ def _number(value: Any) -> float | None:
 
 
 def number_text(value: float) -> str:
-    """A figure for an axis or a title: ``48``, ``2.5``, ``583.7``, ``4,509``."""
+    """A tick label on an axis, or a level's label: ``48``, ``2.5``, ``583.7``, ``4,509``
+    (a figure in text is written by :func:`pytest_sglang.base.text.number`)."""
     if value == int(value) and abs(value) < 1e15:
         return f"{int(value):,}"
     if abs(value) >= 100:
@@ -257,6 +273,8 @@ def _group(name: str, mode: str, members: list[tuple[str, Benchmark]]) -> Group:
         shown = host if seen[host] == 1 else f"{host} ({seen[host]})"
         runs.append(HostRun(len(runs) + 1, shown, bench))
     axis = {"concurrency": "concurrency (requests in flight)", "rate": "request rate (requests/s)"}.get(mode, "level")
+    if len(labels) == 1:
+        return Group(name, mode, axis, labels, runs, _bar_charts(runs, x_of, labels))
     charts = [
         _chart("throughput", "Output throughput", "tokens/s", runs, x_of, labels, [("output_throughput", False)]),
         _chart("ttft", "Time to first token (p99 solid, p50 dashed)", "ms", runs, x_of, labels, [("ttft_p99", False), ("ttft_p50", True)]),
@@ -264,6 +282,30 @@ def _group(name: str, mode: str, members: list[tuple[str, Benchmark]]) -> Group:
         _chart("server", "Server /metrics: peak running (solid), peak queue (dashed)", "requests", runs, x_of, labels, [("peak_running", False), ("peak_queue", True)]),
     ]
     return Group(name, mode, axis, labels, runs, [c for c in charts if c.lines])
+
+
+def _bar_charts(runs: list[HostRun], x_of: dict[str, int], labels: list[str]) -> list[Chart]:
+    """The charts of one level: each figure's p99 (or peak running) as a bar per host."""
+    charts = [
+        _chart("throughput", "Output throughput", "tokens/s", runs, x_of, labels, [("output_throughput", False)]),
+        _chart("ttft", "p99 time to first token", "ms", runs, x_of, labels, [("ttft_p99", False)]),
+        _chart("itl", "p99 inter-token latency", "ms", runs, x_of, labels, [("itl_p99", False)]),
+        _chart("server", "Server /metrics: peak running requests", "requests", runs, x_of, labels, [("peak_running", False)]),
+    ]
+    for chart in charts:
+        chart.bars = True
+    return [c for c in charts if c.lines]
+
+
+def failed_hosts(lines: Iterable[Line], x: int) -> dict[str, list[int]]:
+    """The numbers of the hosts whose level at ``x`` failed or was inconclusive on these lines,
+    by result: what a chart without marks (Mermaid's) names in its labels."""
+    found: dict[str, list[int]] = {}
+    for line in lines:
+        for point in line.points:
+            if point.x == x and point.state in (FAIL, INCONCLUSIVE) and line.number not in found.get(point.state, []):
+                found.setdefault(point.state, []).append(line.number)
+    return found
 
 
 def _chart(chart_id: str, title: str, unit: str, runs: list[HostRun], x_of: dict[str, int], labels: list[str], figures: list[tuple[str, bool]]) -> Chart:
@@ -294,16 +336,18 @@ def _band(run: HostRun, name: str, x_of: dict[str, int]) -> Band | None:
     if baseline is None or metric is None:
         return None
     spans = []
+    medians = {}
     repeats = 0
     for level_name, figures in baseline.levels.items():
         values = [v for v in (_number(x) for x in figures.get(metric) or ()) if v is not None]
         x = x_of.get(level_name)
         if values and x is not None:
             spans.append((x, min(values), max(values)))
+            medians[x] = statistics.median(values)
             repeats = max(repeats, len(values))
     if not spans:
         return None
-    return Band(run.number, name, sorted(spans), baseline.name, baseline.key, repeats)
+    return Band(run.number, name, sorted(spans), baseline.name, baseline.key, repeats, medians)
 
 
 def _same_band(a: Band, b: Band) -> bool:
