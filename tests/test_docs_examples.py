@@ -91,6 +91,7 @@ SERVER = "starts a server that runs until it is stopped"
 TEMPLATE = "a template with placeholders ('...'), not a file to copy as it is"
 LONG_BENCH = "a benchmark of 5 levels of 256 requests: minutes against a simulator (the page's sglang_bench tests run the same Bench)"
 MANIFEST = "a Kubernetes manifest: read by parse_launch_command, never run (the test below reads it)"
+SGLANG_INSTALLED = "runs an installed SGLang (explain --execute): the real tier runs it (tests/real_sglang/test_explain_execute_real.py)"
 MADE_UP = "shows what a situation made on purpose prints (a report path that is a symbolic link in /ci/work)"
 
 NOT_HERE: dict[tuple[str, str], str] = {
@@ -110,6 +111,7 @@ NOT_HERE: dict[tuple[str, str], str] = {
     ("docs/explain-proof.md", "python tests/real_sglang/pool_differential.py "): REAL_TIER,
     ("docs/explain.md", 'ssh="ops@gpu1", unit="sglang"'): SSH,
     ("docs/explain.md", '[[rule]]\nid = "pcg.multimodal"'): TEMPLATE,
+    ("docs/explain.md", "execute=True, sglang_python="): SGLANG_INSTALLED,
     ("docs/getting-started.md", "pip install /path/to/pytest-sglang"): INSTALL,
     ("docs/getting-started.md", "pytest --sglang-host=http://gpu1:30000\n"): GPU_HOST,
     ("docs/getting-started.md", "--sglang-wait-ready=600"): GPU_HOST,

@@ -42,6 +42,13 @@ def add_parser(subparsers: Any) -> None:
     launch.add_argument("--gpu-memory", metavar="SIZE", help="memory per GPU, e.g. 96GiB or 97887MiB")
     launch.add_argument("--sglang-version", metavar="VERSION", help="the SGLang release, e.g. 0.5.12")
     launch.add_argument("--model", metavar="ARCH|CONFIG", help="architecture name (Qwen3_5MoeForConditionalGeneration) or the model's config.json")
+    launch.add_argument(
+        "--execute",
+        action="store_true",
+        help="also run the installed SGLang's own post-init on the launch command (simulated GPU, the model's config.json, no network) "
+        "and list every field it changed, with the rule that explains it or none yet; without --sglang-version, the rules are that release's",
+    )
+    launch.add_argument("--sglang-python", metavar="PATH", help="with --execute: the python of the environment where SGLang is installed (default: this one)")
     from pytest_sglang.cli.main import add_target_options
 
     add_target_options(p, sm=False)  # --sm is below: it serves a launch command too
@@ -73,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError("give either a TARGET or --launch/--launch-file, or --startup-line: exactly one of them")
     # The facts a launch command or a start-up line is explained with (a target reports its own).
     facts = {name: getattr(args, name) for name in ("gpu", "sm", "gpus", "gpu_memory", "sglang_version", "model", "platform")}
+    if args.sglang_python is not None and not args.execute:
+        raise SpecError("--sglang-python is for --execute: add --execute to run that SGLang's post-init on the launch command")
+    if args.execute and launch_text is None:
+        raise SpecError("--execute runs SGLang's post-init on a launch command: give --launch or --launch-file")
     command: str | None = None  # the argv judged, for --show-command
     if startup is not None:
         if args.show_command:
@@ -81,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
         explanation: Explanation = explain_startup_line(startup[0], source=startup[1], **facts)
     elif launch_text is not None:
-        explanation = explain_launch(launch_text, **facts)
+        explanation = explain_launch(launch_text, **facts, execute=args.execute, sglang_python=args.sglang_python)
         if args.show_command:
             from pytest_sglang.parse.launch import parse_launch_command
 

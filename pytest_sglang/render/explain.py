@@ -7,6 +7,7 @@ from typing import Iterable
 
 from pytest_sglang.base.secrets import scrub
 from pytest_sglang.base.text import short_repr
+from pytest_sglang.judge.explain.execution import Execution
 from pytest_sglang.judge.explain.findings import Explanation, Finding
 
 _LABEL = {"error": "ERROR", "warning": "WARNING", "info": "INFO"}
@@ -62,6 +63,21 @@ def _findings_text(explanation: Explanation, *, verbose: bool = False, width: in
     return scrub("\n".join(lines))
 
 
+def execution_text(execution: Execution) -> str:
+    """What the installed SGLang's own post-init changed (``explain --execute``): each field, the
+    rules that explain it, or that none does yet."""
+    gpu = execution.gpu
+    release = f"SGLang {execution.sglang_version or '(release unknown)'}"
+    ran = f"{gpu.get('count')}x {gpu.get('name')} (SM{gpu.get('sm')}, {gpu.get('memory_mib')} MiB) simulated, {execution.model}, {execution.seconds:g} s"
+    if execution.error is not None:
+        return scrub(f"  executed by {release}'s own post-init ({ran}): no fields, it stopped:\n    {execution.error}")
+    lines = [f"  executed by {release}'s own post-init ({ran}): {len(execution.changed)} fields changed, {len(execution.unexplained)} that no rule explains yet"]
+    for field in execution.changed:
+        why = f"[{', '.join(field.rules)}]" if field.rules else field.cause
+        lines.append(f"    {field.field}: {short_repr(field.requested, 40)} -> {short_repr(field.value, 50)}  {why}")
+    return scrub("\n".join(lines))
+
+
 def _clip(line: str, limit: int) -> str:
     from pytest_sglang.base.secrets import clip
 
@@ -91,6 +107,8 @@ def text(explanation: Explanation, *, verbose: bool = False, width: int = 100, a
     from pytest_sglang.judge.explain.startup import StartupExplanation
 
     out = _findings_text(explanation, verbose=verbose, width=width, accepted=accepted)
+    if explanation.execution is not None:
+        out = "\n".join([out, execution_text(explanation.execution)])
     if not isinstance(explanation, StartupExplanation):
         return out
     release = explanation.rules_version or explanation.sglang_version

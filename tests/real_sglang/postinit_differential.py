@@ -56,6 +56,7 @@ ROOT = HERE.parents[1]
 DATA = ROOT / "tests" / "data" / "sglang-postinit-differential.json"
 MODELS = ROOT / "tests" / "data" / "model-configs"
 DOCS = ROOT / "docs" / "explain-proof.md"
+RUNNERS = ROOT / "pytest_sglang" / "judge" / "explain" / "run_in_sglang"  # what runs in the release's environment
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
@@ -465,7 +466,9 @@ def run_in_release(version: str, python: Path, script: str, requests: list[dict]
     import hashlib
 
     cache = os.environ.get(cache_var)  # a directory keeping answers between runs
-    key = hashlib.sha256(json.dumps([version, requests, (HERE / script).read_text(), "pinned transformers"], sort_keys=True).encode()).hexdigest()[:16]
+    # The scripts are shims of the package's runners: their text is part of the key too.
+    texts = [(HERE / script).read_text(), *(p.read_text() for p in sorted(RUNNERS.glob("*.py")))]
+    key = hashlib.sha256(json.dumps([version, requests, texts, "pinned transformers"], sort_keys=True).encode()).hexdigest()[:16]
     cached = Path(cache) / f"{tag}{version}-{key}.json" if cache else None
     if cached is not None and cached.exists():
         return json.loads(cached.read_text())

@@ -21,22 +21,20 @@ import logging
 import os
 import sys
 import textwrap
+from pathlib import Path
 
 os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "1")
 logging.disable(logging.WARNING)
 
-
-def _tolerate_known_transformers_configs() -> None:
-    """An older SGLang read from its wheel (flag_table_live.py) registers model configs that
-    the environment's newer transformers already has; registering again must not fail."""
-    from transformers.models.auto import configuration_auto
-
-    register = configuration_auto._LazyConfigMapping.register
-
-    def again(self, key, value, exist_ok=False):  # noqa: ANN001
-        return register(self, key, value, exist_ok=True)
-
-    configuration_auto._LazyConfigMapping.register = again
+# What SGLang's argparse made of a command, the network refused, an exception as one line: the
+# package's copy, which explain --execute runs in a user's SGLang environment.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "pytest_sglang" / "judge" / "explain" / "run_in_sglang"))
+from offline import ArgparseError as _ArgparseError  # noqa: E402
+from offline import Parsed as _Parsed  # noqa: E402
+from offline import one_line as _one_line  # noqa: E402
+from offline import parsed as _parsed  # noqa: E402
+from offline import refuse_the_network as _refuse_the_network  # noqa: E402
+from offline import tolerate_known_transformers_configs as _tolerate_known_transformers_configs  # noqa: E402
 
 
 def _kind(action: argparse.Action) -> str:
@@ -228,74 +226,6 @@ def _config_merger(parser: argparse.ArgumentParser) -> dict:
     return {"store_true": sorted(set(merger.store_true_actions)), "unsupported": dict(sorted(unsupported.items()))}
 
 
-class _ArgparseError(Exception):
-    pass
-
-
-class _Parsed(Exception):
-    def __init__(self, namespace: argparse.Namespace) -> None:
-        self.namespace = namespace
-
-
-def _parsed(argv: list[str]) -> dict:
-    """What SGLang's own argparse makes of argv, merged with a --config file as the release's
-    own ``prepare_server_args`` merges it (the merger differs between releases): it runs up to
-    its ``parse_args`` and stops there, before any resolution."""
-    from sglang.srt import server_args
-
-    parse_args, error = argparse.ArgumentParser.parse_args, argparse.ArgumentParser.error
-
-    def stop_after_parsing(self, args=None, namespace=None):  # noqa: ANN001
-        raise _Parsed(parse_args(self, args, namespace))
-
-    def raise_instead_of_exit(self, message):  # noqa: ANN001
-        raise _ArgparseError(message)
-
-    argparse.ArgumentParser.parse_args = stop_after_parsing  # type: ignore[method-assign]
-    argparse.ArgumentParser.error = raise_instead_of_exit  # type: ignore[method-assign]
-    try:
-        server_args.prepare_server_args(list(argv))
-    except _Parsed as parsed:
-        return vars(parsed.namespace)
-    finally:
-        argparse.ArgumentParser.parse_args = parse_args  # type: ignore[method-assign]
-        argparse.ArgumentParser.error = error  # type: ignore[method-assign]
-    raise RuntimeError("prepare_server_args never parsed its arguments")
-
-
-def _refuse_the_network() -> None:
-    """Only loopback: any other connection (a model hub, a config URL) fails at once, so no
-    answer ever depends on the network."""
-    import socket
-
-    def loopback(host) -> bool:  # noqa: ANN001
-        host = str(host)
-        return host in ("localhost", "::1", "") or host.startswith("127.") or host.startswith("/")
-
-    connect, connect_ex, getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
-
-    def checked(address) -> None:  # noqa: ANN001
-        host = address[0] if isinstance(address, tuple) else address
-        if not loopback(host):
-            raise OSError(f"network access refused by sglang_offline.py ({host})")
-
-    def guarded_connect(self, address):  # noqa: ANN001
-        checked(address)
-        return connect(self, address)
-
-    def guarded_connect_ex(self, address):  # noqa: ANN001
-        checked(address)
-        return connect_ex(self, address)
-
-    def guarded_getaddrinfo(host, *args, **kwargs):  # noqa: ANN001
-        checked((host,))
-        return getaddrinfo(host, *args, **kwargs)
-
-    socket.socket.connect = guarded_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = guarded_connect_ex  # type: ignore[method-assign]
-    socket.getaddrinfo = guarded_getaddrinfo  # type: ignore[assignment]
-
-
 def _serve_parsed(argv: list[str]) -> dict:
     """What ``sglang serve ARGV`` of this release makes of its arguments: the release's own
     ``sglang.cli.main.main()`` (its sub-command parser, then ``serve``'s rewrites: ``--model-type``
@@ -362,11 +292,6 @@ def _serve_parsed(argv: list[str]) -> dict:
         argparse.ArgumentParser.parse_args = parse_args  # type: ignore[method-assign]
         argparse.ArgumentParser.error = error  # type: ignore[method-assign]
     raise RuntimeError("sglang serve returned without parsing the server arguments")
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = [line for line in f"{type(exc).__name__}: {exc}".strip().splitlines() if line.strip()]
-    return lines[0][:400]
 
 
 def entries(cases: list[dict]) -> dict:

@@ -30,6 +30,9 @@ _EXPORTS = {
     "explain": "api",
     "explain_launch": "api",
     "explain_startup_line": "startup",
+    "execute_launch": "execute",
+    "Execution": "execution",
+    "ChangedField": "execution",
     "StartupExplanation": "startup",
     "StartupValue": "startup",
     "Explanation": "findings",
@@ -43,6 +46,8 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "ChangedField",
+    "Execution",
     "Explanation",
     "Fact",
     "Finding",
@@ -55,6 +60,7 @@ __all__ = [
     "explain",
     "explain_launch",
     "explain_startup_line",
+    "execute_launch",
     "load",
 ]
 
@@ -64,6 +70,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_sglang.judge.explain.api import explain, explain_launch
+    from pytest_sglang.judge.explain.execute import execute_launch
+    from pytest_sglang.judge.explain.execution import ChangedField, Execution
     from pytest_sglang.judge.explain.findings import Explanation, Finding
     from pytest_sglang.judge.explain.kb import KnowledgeBase, KnowledgeError, Rule, load
     from pytest_sglang.judge.explain.situation import Fact, Situation

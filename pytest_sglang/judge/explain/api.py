@@ -96,6 +96,8 @@ def explain_launch(
     config_loader: Callable[[str], Mapping[str, Any]] | None = None,
     kb: KnowledgeBase | None = None,
     platform: str | None = None,
+    execute: bool = False,
+    sglang_python: str | None = None,
 ) -> Explanation:
     """Predict what SGLang will do with a launch command, without a server.
 
@@ -111,7 +113,23 @@ def explain_launch(
     architecture name, a ``config.json`` path, or its parsed mapping.
 
     A fact left out is unknown: a rule that needs it is reported as undecided, never guessed.
+
+    ``execute=True`` also runs the installed SGLang's own post-init on the command (the python
+    ``sglang_python`` names, default this one; on the simulated GPU and the model's config.json,
+    the network refused) and attaches every field it changed, with the rules that explain it, as
+    ``execution``; without ``sglang_version``, the rules are that release's.
     """
+    if execute:
+        from pytest_sglang.judge.explain.execute import attach, execute_launch
+
+        execution = execute_launch(command, python=sglang_python, gpu=gpu, sm=sm, gpus=gpus, gpu_memory=gpu_memory, platform=platform, model=model)
+        if sglang_version is None and execution.sglang_version and parse_version(execution.sglang_version) is not None:
+            sglang_version = execution.sglang_version
+        explanation = explain_launch(
+            command, gpu=gpu, sm=sm, gpus=gpus, gpu_memory=gpu_memory, sglang_version=sglang_version,
+            model=model, config_loader=config_loader, kb=kb, platform=platform,
+        )  # fmt: skip
+        return explanation.model_copy(update={"execution": attach(execution, explanation)})
     knowledge = kb or load()
     if sglang_version is not None and parse_version(sglang_version) is None:
         raise SpecError(f"SGLang version {sglang_version!r} is not a version: write e.g. 0.5.12")

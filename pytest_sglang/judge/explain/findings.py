@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_sglang.judge.explain.execution import Execution
 from pytest_sglang.judge.explain.kb import SEVERITIES, Severity
 
 Status = Literal["confirmed", "predicted", "contradicted", "undecided"]
@@ -75,6 +76,8 @@ class Explanation(BaseModel):
     facts: dict[str, Any] = Field(default_factory=dict)
     findings: list[Finding] = Field(default_factory=list)
     rules_evaluated: int = 0
+    execution: Execution | None = None
+    """With ``execute=True``: what the installed SGLang's own post-init changed."""
 
     def of_severity(self, severity: Severity) -> list[Finding]:
         return [f for f in self.findings if f.severity == severity]
