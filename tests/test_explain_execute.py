@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import subprocess
 import sys
 import time
@@ -18,6 +19,8 @@ import pytest
 
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.judge.explain.execute import RUNNER, execute_launch
+
+ROOT = Path(__file__).resolve().parents[1]
 
 COMMAND = "python -m sglang.launch_server --model-path Qwen/Qwen3.5-122B-A10B --tp 4"
 GPU = {"gpu": "RTX PRO 6000", "gpus": 4, "gpu_memory": "96GiB"}
@@ -130,3 +133,45 @@ def test_a_refusal_finding_is_no_cause_of_a_value():
     field = ChangedField(field="flashinfer_allreduce_fusion_backend", requested=None, value="auto")
     execution = attach(Execution(sglang_version="0.5.23", python="python", seconds=1.0, changed=[field]), explanation)
     assert execution.changed[0].rules == ["allreduce.fusion-deprecated-flag.v2"]
+
+
+# ---- a host whose release the knowledge base lacks says so in pytest's header ------------------
+
+
+def _profile_at(tmp_path: Path, version: str) -> str:
+    profile = json.loads((ROOT / "pytest_sglang" / "simulator" / "profiles" / "llama31-8b-1xh100-0.5.9.json").read_text())
+    profile["sglang_version"] = version
+    path = tmp_path / f"llama-{version}.json"
+    path.write_text(json.dumps(profile))
+    return f"sim://{path}"
+
+
+@pytest.mark.parametrize(
+    "version, note",
+    [
+        ("0.5.24", "SGLang 0.5.24 is newer than the knowledge base (0.5.23): the newest rules are used"),
+        ("0.5.3", "SGLang 0.5.3 is older than the knowledge base (0.5.5): the oldest rules are used"),
+        ("0.5.13.dev7", "SGLang 0.5.13.dev7 is a development build, newer than 0.5.12: the rules of 0.5.12 are used"),
+    ],
+)
+def test_pytest_s_header_says_whose_rules_a_release_outside_the_knowledge_base_is_read_with(pytester, tmp_path, version, note):
+    pytester.makepyfile("def test_x(sglang):\n    pass\n")
+    host = _profile_at(tmp_path, version)
+    result = pytester.runpytest(f"--sglang-host={host}", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([f"sglang: {host}: NOTE {note}*; where SGLang {version} is installed, pytest-sglang explain --execute runs its own post-init*(--sglang-python PATH)"])
+    # explain says the same of the same host
+    from pytest_sglang import connect
+    from pytest_sglang.judge.explain.api import explain
+
+    with connect(host) as target:
+        assert any(n.startswith(note) for n in explain(target).notes)
+
+
+def test_a_release_the_knowledge_base_has_gets_no_note_and_the_two_release_lists_agree(pytester):
+    from pytest_sglang.judge.explain.kb import load
+    from pytest_sglang.model.knowledge.fields import release_fields
+
+    assert [str(r) for r in load().releases] == list(release_fields())  # the header reads the flag tables', explain the rules'
+    pytester.makepyfile("def test_x(sglang):\n    pass\n")
+    result = pytester.runpytest("--sglang-host=sim://llama31-8b-1xh100-0.5.9", "-p", "no:cacheprovider")
+    assert "NOTE" not in result.stdout.str()

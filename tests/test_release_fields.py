@@ -95,7 +95,7 @@ def test_the_error_is_an_attribute_error_and_a_key_error():
     with pytest.raises(FieldNotInRelease) as caught:
         args["cuda_graph_config"]
     assert isinstance(caught.value, KeyError) and str(caught.value).startswith("server_args.cuda_graph_config: SGLang 0.5.12")
-    with pytest.raises(FieldNotInRelease, match=r"^server_args.tp_sise: no SGLang release 0.5.5-0.5.23 has such a field \(did you mean tp_size\?\)$"):
+    with pytest.raises(FieldNotInRelease, match=r"^server_args.tp_sise: the host did not report it, and no SGLang release 0.5.5-0.5.23 has a server argument of that name \(did you mean tp_size\?\)$"):
         args.tp_sise  # noqa: B018
 
 

@@ -58,3 +58,21 @@ def nearest_release(version: Version, releases: Sequence[str]) -> str:
         return before[-1] if before and base <= Version(known[-1]) else known[-1]
     older = [r for r in known if Version(r) <= base]
     return older[-1] if older else known[0]
+
+
+def outside_note(version: Version, releases: Sequence[str]) -> str | None:
+    """What to tell a user whose SGLang the known ``releases`` do not cover (a development
+    build, or a release newer or older than all of them): whose rules are used, and how the
+    release itself can answer. None for a version the releases cover."""
+    known = sorted(releases, key=Version)
+    base = Version(version.base_version)
+    execute = f"where SGLang {version} is installed, pytest-sglang explain --execute runs its own post-init on a launch command (--sglang-python PATH)"
+    if version.is_devrelease:
+        chosen = nearest_release(version, known)
+        return f"SGLang {version} is a development build, newer than {chosen}: the rules of {chosen} are used, and SGLang may have changed since; {execute}"
+    if base > Version(known[-1]):
+        return f"SGLang {version} is newer than the knowledge base ({known[-1]}): the newest rules are used, and SGLang may have changed since; {execute}"
+    if base < Version(known[0]):
+        return f"SGLang {version} is older than the knowledge base ({known[0]}): the oldest rules are used, and that release may differ; {execute}"
+    return None
+

@@ -202,6 +202,9 @@ class SGLangPlugin:
                 continue
             lines.append(f"sglang: {spec.display}: {target.describe()}")
             lines += [f"sglang: {spec.display}: WARNING {warning}" for warning in target.warnings]
+            note = _release_note(target.version)
+            if note:
+                lines.append(f"sglang: {spec.display}: NOTE {note}")
         return lines
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -310,6 +313,16 @@ def _one_line(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -
     mine = [entry for entry in excinfo.traceback if entry.path == item.path]
     where = f"{item.path.name}:{mine[-1].lineno + 1}: " if mine else ""
     return f"{where}{excinfo.value}"
+
+
+def _release_note(version: str | None) -> str | None:
+    """For a host whose SGLang the knowledge base does not cover: whose rules are used, and
+    how that release itself can answer (the note explain gives too)."""
+    from pytest_sglang.model.knowledge.fields import release_fields
+    from pytest_sglang.model.versions import outside_note, parse_version
+
+    parsed = parse_version(version)
+    return outside_note(parsed, list(release_fields())) if parsed is not None else None
 
 
 def speak_report(report: Any) -> None:

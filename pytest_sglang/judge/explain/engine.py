@@ -16,16 +16,11 @@ from pytest_sglang.judge.explain.platforms import not_judged
 from pytest_sglang.judge.explain.refusals import architecture_findings, refusal_findings
 from pytest_sglang.judge.explain.situation import _MISSING, Situation
 from pytest_sglang.judge.explain.unresolved import unresolved_gap, unresolved_help
-from pytest_sglang.model.versions import nearest_release
+from pytest_sglang.model.versions import nearest_release, outside_note
 from pytest_sglang.parse.launch import flag_table
 
 _ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 _STATUS_ORDER = {"contradicted": 0, "confirmed": 1, "predicted": 2, "undecided": 3}
-
-
-def _execute_hint(version: Version) -> str:
-    """Where the rules are another release's, the release itself can answer."""
-    return f"where SGLang {version} is installed, explain --execute runs its own post-init on a launch command (--sglang-python PATH)"
 
 
 def rules_release(kb: KnowledgeBase, situation: Situation) -> tuple[Version | None, list[str]]:
@@ -36,17 +31,11 @@ def rules_release(kb: KnowledgeBase, situation: Situation) -> tuple[Version | No
             "the SGLang version is unknown: only rules that hold in every release are applied; "
             + _help(kb, "version")
         ]
-    release = Version(version.base_version)
-    if version.is_devrelease:
-        # A development build is newer than the newest release before its number: 0.5.12.dev5
-        # follows 0.5.11; 0.0.0.dev1 (built without release tags) follows every known release.
-        chosen = Version(nearest_release(version, [str(r) for r in kb.releases]))
-        return chosen, [f"SGLang {version} is a development build, newer than {chosen}: the rules of {chosen} are used, and SGLang may have changed since; {_execute_hint(version)}"]
-    if release > kb.newest:
-        return kb.newest, [f"SGLang {version} is newer than the knowledge base ({kb.newest}): the newest rules are used, and SGLang may have changed since; {_execute_hint(version)}"]
-    if release < kb.oldest:
-        return kb.oldest, [f"SGLang {version} is older than the knowledge base ({kb.oldest}): the oldest rules are used, and that release may differ; {_execute_hint(version)}"]
-    return release, []
+    known = [str(r) for r in kb.releases]
+    note = outside_note(version, known)
+    if note is None:
+        return Version(version.base_version), []
+    return Version(nearest_release(version, known)), [note]
 
 
 def explain_situation(situation: Situation) -> Explanation:

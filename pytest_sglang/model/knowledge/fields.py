@@ -96,7 +96,9 @@ def missing_field(label: str, version: str | None, name: str) -> str:
     if having:
         text = f"{label}.{name}: {shown} has no such field (releases that have it: {_ranges(having)})"
     else:
-        text = f"{label}.{name}: no SGLang release {first}-{last} has such a field"
+        # Not a server argument of any release; /server_info also carries a few keys of its
+        # own (stat_loggers, watermark_*): the host did not report this one.
+        text = f"{label}.{name}: the host did not report it, and no SGLang release {first}-{last} has a server argument of that name"
         close = difflib.get_close_matches(name, sorted(fields[release]), n=1)
         if close:
             text += f" (did you mean {close[0]}?)"
