@@ -181,3 +181,16 @@ def test_the_run_header_opens_every_host_in_parallel(pytester, monkeypatch):
     result = pytester.runpytest("-p", "no:benchmark", f"--sglang-host={BASELINE}", f"--sglang-host={CANDIDATE}")
     result.assert_outcomes(passed=2)
     assert seen == [2]
+
+
+def test_a_flag_only_one_side_gave_is_absent_there_as_a_baseline_diff_says_it():
+    """The baseline gives --enforce-piecewise-cuda-graph and the candidate does not: the
+    candidate's line says the flag is absent, not None (a value it would have reported)."""
+    from pytest_sglang import connect
+
+    with connect(BASELINE) as base, connect(CANDIDATE) as cand, connect(BASELINE) as again:
+        result = drift(documents({"a": base, "b": again, "c": cand}))
+    lines = [d.line() for d in result.differences["c"]]
+    assert "launch.requested.enforce_piecewise_cuda_graph = (absent) (fleet: True)" in " ".join(lines), lines
+    assert any(line.startswith("launch.requested.speculative_algorithm = 'NEXTN' (fleet: (absent))") for line in lines), lines
+    assert not [line for line in lines if "= None (fleet:" in line and "launch.requested." in line]

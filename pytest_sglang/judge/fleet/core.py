@@ -59,6 +59,7 @@ class FieldDiff:
     status: str = "differs"
     note: str | None = None
     group: str | None = None  # the name of the change it belongs to (its first field's path)
+    change: str | None = None  # "added" (the fleet has no such field) or "removed" (this host has none), as a baseline diff says it
 
     @property
     def failing(self) -> bool:
@@ -78,7 +79,9 @@ class FieldDiff:
         }
 
     def line(self, *, explained: bool = True) -> str:
-        text = f"{self.field} = {_short(self.value)} (fleet: {_short(self.fleet_value)})"
+        value = "(absent)" if self.change == "removed" else _short(self.value)
+        fleet = "(absent)" if self.change == "added" else _short(self.fleet_value)
+        text = f"{self.field} = {value} (fleet: {fleet})"
         if self.source:
             text += f" from {self.source}"
         if self.finding and explained and not self.field.startswith("findings."):
@@ -163,6 +166,7 @@ def drift(docs: Mapping[str, Mapping[str, Any]], policy: Policy | None = None) -
                     status=d.status,
                     note=d.note,
                     group=d.group,
+                    change=d.change,
                 )
                 for d in diffs
             ]
