@@ -11,7 +11,6 @@ repeats) and renders each output through the functions the plugin uses."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import re
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import ROOT
+from test_report_html import synthetic_report
 
 from pytest_sglang.base.text import number, short_repr, tidy, tidy_numbers, value_text
 from pytest_sglang.judge.baseline.compare import changes
@@ -34,17 +33,6 @@ from pytest_sglang.render import explain as explain_text
 from pytest_sglang.render.report import html as html_report
 from pytest_sglang.render.report import markdown
 from pytest_sglang.render.values import values_read
-
-
-def _synthetic() -> Any:
-    spec = importlib.util.spec_from_file_location("report_html_benchmark", ROOT / "benchmarks" / "report_html.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.synthetic_report
-
-
-synthetic_report = _synthetic()
 
 # Values whose repr carries arithmetic noise, or that a formatter gets wrong easily.
 NOISY = [0.1 + 0.2, 0.7392700000000001, 1e-7, 2**53, float(2**53), -0.0, 118.30000000000001, 1 / 3, 1.1 * 1.1, 4476.400000000001, 0.1 * 3]

@@ -59,7 +59,7 @@ def failed_test_causes(test: TestResult) -> list[str]:
         lines.append(_clip(f"{_field(read)} {shown}: {because}"))
     if not lines:
         first = (test.message or "").strip().splitlines()
-        lines.append(_clip(f"{_name(test.nodeid)}: {first[0] if first else test.outcome}"))
+        lines.append(_clip(f"{bench_name(test.nodeid)}: {first[0] if first else test.outcome}"))
     return lines
 
 
@@ -82,11 +82,12 @@ def bench_causes(bench: Benchmark) -> list[str]:
             queue = f"; {int(queued)} request(s) queued behind {int(running)} running" + (f" (max_running_requests {number(cap, 'requests')})" if cap is not None else "")
         for reason in level.verdict_reasons or [f"{level.name} failed"]:
             reason = reason if reason.startswith(level.name) else f"{level.name}: {reason}"
-            lines.append(_clip(f"benchmark {_name(bench.test)} {reason}{queue}"))
+            lines.append(_clip(f"benchmark {bench_name(bench.test)} {reason}{queue}"))
     return lines
 
 
-def _name(nodeid: str) -> str:
+def bench_name(nodeid: str) -> str:
+    """``test_x[sim://h]`` -> ``test_x``: the host is said once, before the reason."""
     name = nodeid.rsplit("::", 1)[-1]
     return name.split("[", 1)[0] if name.endswith("]") else name
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from pytest_sglang.judge.gate.causes import bench_causes, check_causes, failed_test_causes, fleet_causes, shown
+from pytest_sglang.judge.gate.causes import bench_causes, bench_name, check_causes, failed_test_causes, fleet_causes, shown
 from pytest_sglang.judge.gate.models import Benchmark, CheckRecord, Finding, RunReport, TestResult, differing_fields
 
 PROMOTE, HOLD, INCONCLUSIVE = "promote", "hold", "inconclusive"
@@ -56,12 +56,6 @@ class Judgment:
 
 def short_name(nodeid: str) -> str:
     return nodeid.rsplit("::", 1)[-1]
-
-
-def bench_name(nodeid: str) -> str:
-    """``test_x[sim://h]`` -> ``test_x``: the host is said once, before the reason."""
-    name = short_name(nodeid)
-    return name.split("[", 1)[0] if name.endswith("]") else name
 
 
 def inconclusive_reason(outcome: str, message: str | None) -> str | None:
