@@ -121,6 +121,18 @@ def test_a_development_build_is_newer_than_the_release_before_it(version, releas
     assert parse_launch_command("python -m sglang.launch_server --model-path m", sglang_version=version, strict_version=False).flag_table_version == release
 
 
+@pytest.mark.parametrize(
+    "version, release",
+    [("0.5.8.post1", "0.5.8.post1"), ("0.5.8.post2", "0.5.8.post1"), ("0.5.8", "0.5.8"), ("0.5.9rc1", "0.5.9"), ("0.5.0rc2", "0.5.0rc2"), ("0.5.0", "0.5.0rc2")],
+)
+def test_a_post_or_rc_release_with_data_of_its_own_is_read_with_it(version, release):
+    from packaging.version import Version
+
+    from pytest_sglang.model.versions import nearest_release
+
+    assert nearest_release(Version(version), ["0.5.0rc2", "0.5.5", "0.5.8", "0.5.8.post1", "0.5.9"]) == release
+
+
 # ---- facts given are never asked for -----------------------------------------------------------
 
 

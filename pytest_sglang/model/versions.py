@@ -46,17 +46,21 @@ def in_range(version: Version, low: str, high: str | None = None) -> bool:
 
 
 def nearest_release(version: Version, releases: Sequence[str]) -> str:
-    """The known release whose rules and flag table a version is read with: its own; for a
-    release between known ones, the newest older one; for one older than all, the oldest; for
-    one newer than all, the newest. A development build is newer than the newest release
+    """The known release whose rules and flag table a version is read with: its own (a post or
+    rc release too); for a release between known ones, the newest older one; for one older
+    than all, the oldest; for one newer than all, the newest. A development build is newer than the newest release
     before its number (``0.5.12.dev5`` follows 0.5.11; ``0.0.0.dev1``, built without release
     tags, follows every known release)."""
     known = sorted(releases, key=Version)
+    if any(Version(r) == version for r in known):  # its own, a post or rc release too (0.5.0rc2)
+        return next(r for r in known if Version(r) == version)
     base = Version(version.base_version)
     if version.is_devrelease:
         before = [r for r in known if Version(r) < base]
         return before[-1] if before and base <= Version(known[-1]) else known[-1]
-    older = [r for r in known if Version(r) <= base]
+    # A release candidate is read as its release; a post release follows its release and the
+    # post releases before it (0.5.8.post2: 0.5.8.post1 when known, else 0.5.8).
+    older = [r for r in known if Version(r) <= (base if version.is_prerelease else version)]
     return older[-1] if older else known[0]
 
 

@@ -47,6 +47,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from packaging.version import Version
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 DATA = ROOT / "tests" / "data" / "sglang-launch-differential.json"
@@ -66,7 +68,7 @@ TMP = "{tmp}"  # in an argv word: the directory the case's files are written to
 
 def versions() -> list[str]:
     names = (p.name[len("sglang-cli-") : -len(".json")] for p in TABLES.glob("sglang-cli-*.json"))
-    return sorted(names, key=lambda v: tuple(int(x) for x in v.split(".")))
+    return sorted(names, key=Version)
 
 
 def table(version: str) -> dict:
@@ -576,7 +578,7 @@ def run(releases: Iterable[str], cases_of: Callable[[str], list[dict]], python: 
 def render(report: dict) -> str:
     lines = [
         f"releases compared: {len(report['generated'])}; commands per release: "
-        + ", ".join(f"{v} {n}" for v, n in sorted(report["generated"].items(), key=lambda vn: tuple(map(int, vn[0].split("."))))),
+        + ", ".join(f"{v} {n}" for v, n in sorted(report["generated"].items(), key=lambda vn: Version(vn[0]))),
         f"commands in all: {sum(report['generated'].values())}, accepted by their release: {sum(report['accepted'].values())}",
     ]
     classes = report["classes"]
@@ -584,7 +586,7 @@ def render(report: dict) -> str:
     lines.append(f"disagreements: {total} in {len(classes)} classes" + ("" if total else " (none)"))
     for cls, items in sorted(classes.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):
         example = items[0]
-        releases = sorted({i["release"] for i in items}, key=lambda v: tuple(map(int, v.split("."))))
+        releases = sorted({i["release"] for i in items}, key=Version)
         shown = releases[0] + (f"..{releases[-1]}" if len(releases) > 1 else "")
         lines.append(f"\n[{len(items)}x, releases {shown}] {cls}")
         lines.append(f"    e.g. {example['release']} {example['name']}: {example['text']!r}")

@@ -30,6 +30,8 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from packaging.version import Version
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -43,7 +45,7 @@ WHEELS = harness.CACHE / "wheels"
 
 def shipped_versions() -> list[str]:
     names = (p.name[len("sglang-cli-") : -len(".json")] for p in OUT.glob("sglang-cli-*.json"))
-    return sorted(names, key=lambda v: tuple(int(x) for x in v.split(".")))
+    return sorted(names, key=Version)
 
 
 _DOWNLOADED: list[str] = []  # releases whose wheel this process downloaded, in order

@@ -3,12 +3,16 @@
     python tests/real_sglang/locate_sources.py            # report; exit 1 on a problem
     python tests/real_sglang/locate_sources.py --write    # also rewrite sources.lock.json
     python tests/real_sglang/locate_sources.py --rule ID  # one rule, every release, verbose
+    python tests/real_sglang/locate_sources.py --json     # the findings per rule, as JSON
 
 For each rule and each of its sources: in the cited release the anchor must be within the cited
-lines (a few lines of slack); in every release of the rule's range the anchor must be in the
-file; and in the first release below and above the range, at least one of the rule's anchors
-must be missing (a range that is too wide or too narrow fails). The lock records the line of
-each anchor in each release, so an explanation can cite the line of the target's own release.
+lines (a few lines of slack: PROBLEM); in every release of the rule's range the anchor must be in
+the file (VANISHED); and in the first release below and above the range, at least one of the
+rule's anchors must be missing (RANGE MAY START EARLIER / END LATER: a range that is too wide or
+too narrow fails). A post release X.postN is in every range that holds X (``until 0.5.8`` holds
+0.5.8.post1, and the first release above it is 0.5.9); a ``since`` that is itself a post or rc
+release is compared exactly. The lock records the line of each anchor in each release, so an
+explanation can cite the line of the target's own release; MOVED says where a line differs from it.
 
 Wheels come from ``~/.cache/pytest-sglang/wheels`` (downloaded once, without dependencies).
 """
@@ -81,76 +85,138 @@ def _holds(release: str, source: kb_module.SourceRef) -> bool:
     return present != source.absent
 
 
-def check(kb: kb_module.KnowledgeBase, only: str | None = None) -> tuple[list[str], dict[str, dict[str, int]], dict[str, int]]:
-    """(problems, the lock, releases source-checked per release)."""
+def in_range(release: str, since: str, until: str | None) -> bool:
+    """Whether a release is in ``since``-``until``: a post release X.postN (or X's rc) counts as
+    X, so ``until X`` holds X.postN; a ``since`` that is itself a post or rc release is compared
+    exactly."""
+    version, first = Version(release), Version(since)
+    base = Version(version.base_version)
+    starts = version >= first if (first.is_postrelease or first.is_prerelease) else base >= first
+    return starts and (until is None or base <= Version(until))
+
+
+def _outside(rule: kb_module.Rule, all_releases: list[str]) -> tuple[str | None, str | None]:
+    """The first release below and above the rule's range (for until 0.5.8: 0.5.9, not 0.5.8.post1)."""
+    below = [r for r in all_releases if not in_range(r, rule.since, None)]
+    above = [r for r in all_releases if rule.until is not None and in_range(r, rule.since, None) and not in_range(r, rule.since, rule.until)]
+    return (below[-1] if below else None), (above[0] if above else None)
+
+
+def findings(kb: kb_module.KnowledgeBase, only: str | None = None) -> tuple[dict[str, dict], dict[str, dict[str, int]], dict[str, int]]:
+    """(per rule: what its sources say in each release, the lock, releases source-checked per
+    release). A rule's finding lists ``problems`` (cited lines, absent anchors), ``vanished``
+    anchors (missing from a release of its range), ``moved`` anchors (another line than the
+    lock records for a release), and ``range_may_start_earlier`` / ``range_may_end_later``: the
+    first release below / above its range in which every anchor still holds."""
     all_releases = releases()
-    problems: list[str] = []
+    stored = json.loads(LOCK.read_text()) if LOCK.exists() else {}
+    out: dict[str, dict] = {}
     lock: dict[str, dict[str, int]] = {}
     per_release = {r: 0 for r in all_releases}
     for rule in kb.rules:
         if only and rule.id != only:
             continue
-        in_range = [r for r in all_releases if rule.covers(Version(r))]
-        if not in_range:
-            problems.append(f"{rule.id}: no release of {all_releases[0]}-{all_releases[-1]} is in {rule.range_text}")
+        found: dict = {"range": rule.range_text, "since": rule.since, "until": rule.until, "problems": [], "vanished": [], "moved": [], "range_may_start_earlier": None, "range_may_end_later": None}
+        out[rule.id] = found
+        covered = [r for r in all_releases if in_range(r, rule.since, rule.until)]
+        if not covered:
+            found["problems"].append(f"no release of {all_releases[0]}-{all_releases[-1]} is in {rule.range_text}")
             continue
         for source in rule.sources:
-            if source.absent:
-                at = find(source.release, source.file, source.anchor, near=source.lines[0])
-                if source.release in in_range:
-                    problems.append(f"{rule.id}: an absent anchor cites SGLang {source.release}, inside its range {rule.range_text}")
-                if at is None or not source.lines[0] - SLACK <= at <= source.lines[1] + SLACK:
-                    problems.append(f"{rule.id}: {source.anchor!r} is not at {source.file}:{source.lines[0]}-{source.lines[1]} in SGLang {source.release}")
-                for release in in_range:
-                    if find(release, source.file, source.anchor) is not None:
-                        problems.append(f"{rule.id}: {source.anchor!r} must be absent in {rule.range_text} but is in {source.file} of SGLang {release}")
-                if at is not None:
-                    lock.setdefault(source.key, {})[source.release] = at
-                continue
-            if source.release not in in_range:
-                problems.append(f"{rule.id}: cites SGLang {source.release}, outside its range {rule.range_text}")
-            first, last = source.lines
-            at = find(source.release, source.file, source.anchor, near=first)
-            if at is None:
-                problems.append(f"{rule.id}: {source.anchor!r} is not in {source.file} of SGLang {source.release}")
-            elif not first - SLACK <= at <= last + SLACK:
-                problems.append(f"{rule.id}: {source.anchor!r} is at {source.file}:{at} in SGLang {source.release}, not at the cited {first}-{last}")
-            found = lock.setdefault(source.key, {})
-            previous = at or first
-            for release in in_range:
-                line = find(release, source.file, source.anchor, near=previous)
-                if line is None:
-                    problems.append(f"{rule.id}: {source.anchor!r} is missing from {source.file} in SGLang {release} (range {rule.range_text})")
-                else:
-                    found[release] = line
-        for release in in_range:
+            _source(rule, source, covered, found, lock)
+        for release in covered:
             if all(_holds(release, s) for s in rule.sources):
                 per_release[release] += 1
-        below = [r for r in all_releases if Version(r) < rule.first]
-        above = [r for r in all_releases if rule.last is not None and Version(r) > rule.last]
-        for outside in ([below[-1]] if below else []) + ([above[0]] if above else []):
-            if all(_holds(outside, s) for s in rule.sources):
-                problems.append(f"{rule.id}: every anchor is still in SGLang {outside}, outside {rule.range_text}: the range is wrong or an anchor is not specific to it")
-    return problems, lock, per_release
+        below, above = _outside(rule, all_releases)
+        if below is not None and all(_holds(below, s) for s in rule.sources):
+            found["range_may_start_earlier"] = below
+        if above is not None and all(_holds(above, s) for s in rule.sources):
+            found["range_may_end_later"] = above
+    for rule in kb.rules:  # against the whole lock: rules that share an anchor write its line in turn
+        for key in dict.fromkeys(s.key for s in rule.sources) if rule.id in out else ():
+            for release, line in lock.get(key, {}).items():
+                was = stored.get(key, {}).get(release)
+                if was is not None and was != line:
+                    out[rule.id]["moved"].append({"anchor": key, "release": release, "lock": was, "now": line})
+    return out, lock, per_release
+
+
+def _source(rule: kb_module.Rule, source: kb_module.SourceRef, covered: list[str], found: dict, lock: dict[str, dict[str, int]]) -> None:
+    problems = found["problems"]
+    if source.absent:
+        at = find(source.release, source.file, source.anchor, near=source.lines[0])
+        if source.release in covered:
+            problems.append(f"an absent anchor cites SGLang {source.release}, inside its range {rule.range_text}")
+        if at is None or not source.lines[0] - SLACK <= at <= source.lines[1] + SLACK:
+            problems.append(f"{source.anchor!r} is not at {source.file}:{source.lines[0]}-{source.lines[1]} in SGLang {source.release}")
+        for release in covered:
+            if find(release, source.file, source.anchor) is not None:
+                problems.append(f"{source.anchor!r} must be absent in {rule.range_text} but is in {source.file} of SGLang {release}")
+        if at is not None:
+            lock.setdefault(source.key, {})[source.release] = at
+        return
+    if source.release not in covered:
+        problems.append(f"cites SGLang {source.release}, outside its range {rule.range_text}")
+    first, last = source.lines
+    at = find(source.release, source.file, source.anchor, near=first)
+    if at is None:
+        problems.append(f"{source.anchor!r} is not in {source.file} of SGLang {source.release}")
+    elif not first - SLACK <= at <= last + SLACK:
+        problems.append(f"{source.anchor!r} is at {source.file}:{at} in SGLang {source.release}, not at the cited {first}-{last}")
+    lines = lock.setdefault(source.key, {})
+    previous = at or first
+    for release in covered:
+        line = find(release, source.file, source.anchor, near=previous)
+        if line is None:
+            found["vanished"].append({"anchor": source.key, "release": release})
+        else:
+            lines[release] = line
+
+
+def problem_lines(rule_id: str, found: dict) -> list[str]:
+    """One line per problem of a rule, each starting with its category."""
+    out = [f"PROBLEM {rule_id}: {text}" for text in found["problems"]]
+    for gone in found["vanished"]:
+        file, anchor = gone["anchor"].split("::", 1)
+        out.append(f"VANISHED {rule_id}: {anchor!r} is missing from {file} in SGLang {gone['release']} (range {found['range']})")
+    if found["range_may_start_earlier"]:
+        out.append(f"RANGE MAY START EARLIER {rule_id}: anchors all present in {found['range_may_start_earlier']}, below {found['range']}")
+    if found["range_may_end_later"]:
+        out.append(f"RANGE MAY END LATER {rule_id}: anchors all present in {found['range_may_end_later']}, above {found['range']}")
+    return out
+
+
+def check(kb: kb_module.KnowledgeBase, only: str | None = None) -> tuple[list[str], dict[str, dict[str, int]], dict[str, int]]:
+    """(problems, the lock, releases source-checked per release)."""
+    found, lock, per_release = findings(kb, only)
+    return [line for rule_id, f in found.items() for line in problem_lines(rule_id, f)], lock, per_release
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="rewrite sources.lock.json")
     parser.add_argument("--rule", help="check one rule only")
+    parser.add_argument("--json", action="store_true", help="print the findings of every rule as one JSON document")
     args = parser.parse_args()
     kb_module.load.cache_clear()
     kb = kb_module.load()
-    problems, lock, per_release = check(kb, args.rule)
-    for problem in problems:
-        print("PROBLEM", problem)
-    if args.rule:
-        for key, lines in lock.items():
-            print(key, json.dumps(lines))
-    print(f"{len(kb.rules)} rules; source-checked per release: " + ", ".join(f"{r}: {n}" for r, n in per_release.items()))
+    found, lock, per_release = findings(kb, args.rule)
+    problems = [line for rule_id, f in found.items() for line in problem_lines(rule_id, f)]
+    if args.json:
+        print(json.dumps({"releases": releases(), "source_checked": per_release, "rules": found}, indent=1))
+    else:
+        for problem in problems:
+            print(problem)
+        for rule_id, f in found.items():
+            for moved in f["moved"]:
+                print(f"MOVED {rule_id}: {moved['anchor']} in SGLang {moved['release']}: line {moved['lock']} in the lock, {moved['now']} now")
+        if args.rule:
+            for key, lines in lock.items():
+                print(key, json.dumps(lines))
+        print(f"{len(kb.rules)} rules; source-checked per release: " + ", ".join(f"{r}: {n}" for r, n in per_release.items()))
     if args.write and not args.rule:
         LOCK.write_text(json.dumps(dict(sorted(lock.items())), indent=1, sort_keys=True) + "\n")
-        print(f"wrote {LOCK.relative_to(ROOT)} ({len(lock)} anchors)")
+        print(f"wrote {LOCK.relative_to(ROOT)} ({len(lock)} anchors)", file=sys.stderr if args.json else sys.stdout)
     return 1 if problems else 0
 
 

@@ -52,6 +52,8 @@ import zipfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from packaging.version import Version
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -75,7 +77,7 @@ ALLREDUCE_FILES = ("sglang/srt/server_args.py", "sglang/srt/arg_groups/overrides
 
 def shipped_versions() -> list[str]:
     names = (p.name[len("sglang-cli-") : -len(".json")] for p in FLAGS.glob("sglang-cli-*.json"))
-    return sorted(names, key=lambda v: tuple(int(x) for x in v.split(".")))
+    return sorted(names, key=Version)
 
 
 def _wheel(version: str) -> Path:
@@ -288,7 +290,8 @@ def _enables_fusion(stmt: ast.stmt) -> bool:
 
 
 def transformers_pin(whl: Wheel) -> str:
-    pin = re.search(r"^Requires-Dist: transformers==([\w.]+)\s*$", whl.metadata(), re.M)
+    # Before 0.5.3 the pin is under the "runtime-common" extra (``transformers==4.55.2; extra == ...``).
+    pin = re.search(r"^Requires-Dist: transformers==([\w.]+)\s*(;\s*extra\s*==\s*\S+\s*)?$", whl.metadata(), re.M)
     if pin is None:
         raise LookupError("the wheel pins no transformers version")
     return pin.group(1)

@@ -39,6 +39,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from packaging.version import Version
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 DATA = ROOT / "tests" / "data" / "sglang-pool-differential.json"
@@ -121,8 +123,8 @@ def versions() -> list[str]:
     return differential.versions()
 
 
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
+def _key(version: str) -> Version:
+    return Version(version)
 
 
 # ---- the commands ---------------------------------------------------------------------------------

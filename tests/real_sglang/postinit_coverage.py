@@ -3,6 +3,8 @@
     python tests/real_sglang/postinit_coverage.py                   # per release: counts
     python tests/real_sglang/postinit_coverage.py --uncovered 0.5.23  # the uncovered assignments
     python tests/real_sglang/postinit_coverage.py --store           # rewrite tests/data/sglang-postinit-assignments.json
+    python tests/real_sglang/postinit_coverage.py --store-release 0.5.4 0.5.8.post1
+        # walk only these releases: their entries replaced or added, every other release's kept
     python tests/real_sglang/postinit_coverage.py --docs            # rewrite the table in docs/explain-coverage.md
 
 The walk reads each release's wheel (``~/.cache/pytest-sglang/wheels``) with ``ast``, never
@@ -597,6 +599,12 @@ def stored_data() -> Data:
     return {version: [a.stored() for a in walk(version)] for version in releases()}
 
 
+def with_releases(data: Data, versions: list[str]) -> Data:
+    """The stored data with these releases walked again (or added), the others as they are."""
+    out = dict(data) | {version: [a.stored() for a in walk(version)] for version in versions}
+    return dict(sorted(out.items(), key=lambda kv: Version(kv[0])))
+
+
 # ---- the stored data ------------------------------------------------------------------------
 # Grouped by file and function; one record per distinct assignment (field, value, conditions),
 # with its lines from its first release on (``{"0.5.9": [812, 815]}``: 0.5.9 and 0.5.10), since
@@ -852,6 +860,7 @@ def generated_block(text: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", action="store_true", help=f"walk every wheel and rewrite {DATA.relative_to(ROOT)}")
+    parser.add_argument("--store-release", nargs="+", metavar="VERSION", help=f"walk only these releases' wheels and store them in {DATA.relative_to(ROOT)}, keeping the others")
     parser.add_argument("--docs", action="store_true", help=f"rewrite the generated block of {DOCS.relative_to(ROOT)}")
     parser.add_argument("--uncovered", metavar="VERSION", help="list the uncovered assignments of a release")
     parser.add_argument("--sites", metavar="VERSION", help="list the assignments of the field groups no covering rule cites near")
@@ -859,6 +868,9 @@ def main() -> int:
     if args.store:
         DATA.write_text(dump(stored_data()))
         print(f"wrote {DATA.relative_to(ROOT)} ({DATA.stat().st_size // 1024} KB)")
+    if args.store_release:
+        DATA.write_text(dump(with_releases(load_assignments(DATA), args.store_release)))
+        print(f"wrote {DATA.relative_to(ROOT)} ({DATA.stat().st_size // 1024} KB): walked {', '.join(args.store_release)}")
     table = measure(load_assignments(DATA))
     for row in table.rows:
         print(f"{row.release:>7}: {row.assignments:4} assignments, {row.covered:4} covered, {row.out_of_scope:4} out of scope, "

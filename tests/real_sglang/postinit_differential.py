@@ -42,6 +42,7 @@ import os
 import random
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,8 @@ import zipfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
+
+from packaging.version import Version
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -210,8 +213,8 @@ def versions() -> list[str]:
     return differential.versions()
 
 
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
+def _key(version: str) -> Version:
+    return Version(version)
 
 
 # ---- what the rules read ------------------------------------------------------------------------
@@ -445,15 +448,21 @@ def release_environment(version: str, src: Path) -> dict[str, str]:
 
     with zipfile.ZipFile(flag_table_live.wheel(version)) as whl:
         whl.extractall(src)
-        metadata = next(whl.read(n).decode() for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
-    pin = re.search(r"^Requires-Dist: transformers==([\d.]+)", metadata, re.M)
+    try:  # "5.0.0rc0" (0.5.6.post1) whole, not its "5.0.0"
+        pin: str | None = model_tables_live.transformers_pin(model_tables_live.Wheel(flag_table_live.wheel(version)))
+    except LookupError:
+        pin = None
     if pin:
-        with zipfile.ZipFile(model_tables_live._transformers_wheel(pin.group(1))) as whl:
+        with zipfile.ZipFile(model_tables_live._transformers_wheel(pin)) as whl:
             whl.extractall(src, [n for n in whl.namelist() if n.startswith("transformers/")])
         (src / "transformers" / "dependency_versions_check.py").write_text("def dep_version_check(pkg, hint=None):\n    pass\n")
+    # A copy beside the sources: 0.5.3's DeepSeek V3.2 fallback writes into the model's directory.
+    models = src.parent / "model-configs"
+    if not models.exists():
+        shutil.copytree(MODELS, models)
     return {
-        **os.environ, "PYTHONPATH": str(src), "SGLANG_FROM_WHEEL": version, "SGLANG_MODEL_CONFIGS": str(MODELS),
-        "SGLANG_TRANSFORMERS_PIN": pin.group(1) if pin else "",
+        **os.environ, "PYTHONPATH": str(src), "SGLANG_FROM_WHEEL": version, "SGLANG_MODEL_CONFIGS": str(models),
+        "SGLANG_TRANSFORMERS_PIN": pin or "",
     }  # fmt: skip
 
 

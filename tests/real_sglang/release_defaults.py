@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from packaging.version import Version
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -81,7 +83,7 @@ def main(argv: list[str]) -> int:
         print(f"sglang {version}: {len(releases[version])} fields, {len(postinit[version])} assigned at start-up", flush=True)
 
     def ordered(table: dict) -> dict:
-        return dict(sorted(table.items(), key=lambda kv: tuple(int(x) for x in kv[0].split("."))))
+        return dict(sorted(table.items(), key=lambda kv: Version(kv[0])))
 
     out = {
         "source": "each release's argparse defaults (prepare_server_args of 'python -m sglang.launch_server --model-path M', before post-init; model_path left out, secrets redacted), and the fields its start-up may assign (postinit_coverage.py's walk), written by tests/real_sglang/release_defaults.py; each release after the first holds what changed since the one before",

@@ -216,7 +216,11 @@ def _config_merger(parser: argparse.ArgumentParser) -> dict:
     try:
         from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
     except ImportError:
-        from sglang.srt.server_args_config_parser import ConfigArgumentMerger
+        try:
+            from sglang.srt.server_args_config_parser import ConfigArgumentMerger
+        except ImportError:
+            # Before 0.5.3 there is no --config flag and no merger: nothing to record.
+            return {"merger": False, "store_true": [], "unsupported": {}}
     if "parser" not in inspect.signature(ConfigArgumentMerger.__init__).parameters:
         # 0.5.5-0.5.7: prepare_server_args hands over a list of boolean actions it computes
         # from an attribute argparse actions do not have: always empty, nothing refused.

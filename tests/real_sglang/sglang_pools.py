@@ -93,9 +93,13 @@ READ_FIELDS = (
 class _VllmStandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """0.5.6-0.5.7 import vLLM's activation kernels at module level when that module's import
     does not see CUDA (``_ImportsSeeTheCpu``); vLLM is not installed here, and sizing the pools
-    calls no kernel: every ``vllm`` module is a stand-in whose names raise when called."""
+    calls no kernel: every ``vllm`` module is a stand-in whose names raise when called. Its
+    quantization configs are not: before 0.5.5 SGLang imports them in a ``try`` and calls them in
+    post-init, so their import fails, as on a host without vLLM (SGLang's own placeholders)."""
 
     def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201
+        if name.startswith("vllm.model_executor.layers.quantization"):
+            return None
         if name == "vllm" or name.startswith("vllm."):
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
@@ -458,7 +462,7 @@ def pools(server_args, pre_load_free: int, weights: int) -> dict:  # noqa: ANN00
     runner = _runner(server_args, model_config, layout)
     # The reading before the weights load, as the release takes it (a minimum over the TP
     # group's GPUs when there are several, which rounds the bytes to float32).
-    from sglang.srt.utils import common
+    common = postinit.common_utils()
 
     FREE["bytes"] = pre_load_free
     pre_load_gib = common.get_available_gpu_memory("cuda", 0, distributed=layout["tp"] * layout["pp"] > 1, cpu_group=None)

@@ -9,12 +9,9 @@ per release of the flag tables, downloaded once into ~/.cache/pytest-sglang/whee
 from __future__ import annotations
 
 import model_tables_live
+from locate_sources import in_range
 
 from pytest_sglang.model.knowledge.checkpoints import catalog
-
-
-def _order(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
 
 
 def test_each_architecture_is_an_entry_class_in_the_releases_its_entry_claims():
@@ -24,11 +21,7 @@ def test_each_architecture_is_an_entry_class_in_the_releases_its_entry_claims():
     for release in releases:
         registered = set(model_tables_live.registry(model_tables_live.Wheel(model_tables_live._wheel(release))))
         for entry in entries:
-            claimed = (
-                entry.sglang_since is not None
-                and _order(entry.sglang_since) <= _order(release)
-                and (entry.sglang_until is None or _order(release) <= _order(entry.sglang_until))
-            )
+            claimed = entry.sglang_since is not None and in_range(release, entry.sglang_since, entry.sglang_until)
             if claimed != (entry.architecture in registered):
                 said = "claims" if claimed else "does not claim"
                 has = "has" if entry.architecture in registered else "lacks"

@@ -23,8 +23,10 @@ def _newest_multimodal_archs() -> frozenset[str]:
     (models/sglang-models-VERSION.json; explain reads each release's own)."""
     import json
 
+    from packaging.version import Version
+
     tables = [p.name for p in resources.files(__name__).joinpath("models").iterdir() if p.name.startswith("sglang-models-")]
-    newest = max(tables, key=lambda n: tuple(int(x) for x in n[len("sglang-models-") : -len(".json")].split(".")))
+    newest = max(tables, key=lambda n: Version(n[len("sglang-models-") : -len(".json")]))
     data = json.loads(resources.files(__name__).joinpath("models").joinpath(newest).read_text(encoding="utf-8"))
     return frozenset(data["lists"]["multimodal_archs"]["members"])
 

@@ -17,6 +17,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from packaging.version import Version
+
 _PREFIX = "sglang-models-"
 
 
@@ -40,8 +42,8 @@ def _folder() -> Any:
     return resources.files(__name__.rsplit(".", 1)[0]).joinpath("models")
 
 
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
+def _key(version: str) -> Version:
+    return Version(version)  # post and rc releases too: 0.5.8 < 0.5.8.post1 < 0.5.9
 
 
 @lru_cache(maxsize=1)

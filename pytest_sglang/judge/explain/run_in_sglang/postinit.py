@@ -64,7 +64,8 @@ GPU: dict = {"sm": 90, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "co
 CUDA_VERSION = "12.9"
 # torch.version.hip of a ROCm 6.4 build of torch (what SGLang's ROCm images ship).
 HIP_VERSION = "6.4.43482-0f2d60242"
-# Module-level copies of probes, recomputed for each case: name -> the probe in utils.common.
+# Module-level copies of probes, recomputed for each case: name -> the probe in utils.common
+# (sglang.srt.utils before 0.5.3).
 CONSTANTS = {
     "_device_sm": "get_device_sm",
     "_is_sm90_supported": "is_sm90_supported",
@@ -260,8 +261,18 @@ def _tolerate_kernel_imports() -> None:
     sys.meta_path.insert(0, _KernelStandIns())
 
 
+def common_utils() -> types.ModuleType:
+    """The module SGLang's hardware probes live in: ``sglang.srt.utils.common``, or before 0.5.3
+    the single module ``sglang.srt.utils``."""
+    try:
+        from sglang.srt.utils import common
+    except ImportError:
+        import sglang.srt.utils as common
+    return common
+
+
 def _clear_probe_caches() -> None:
-    common = sys.modules.get("sglang.srt.utils.common")
+    common = sys.modules.get("sglang.srt.utils.common") or sys.modules.get("sglang.srt.utils")
     for value in list(vars(common).values()) if common is not None else ():
         if isinstance(value, functools._lru_cache_wrapper):
             value.cache_clear()
@@ -367,7 +378,7 @@ def _fix_helpers() -> None:
     FlashInfer (``is_flashinfer_available`` True when called by a function; at a module's top
     level it stays False, since the modules it would import are not installed here) and no AMX
     CPU path (``cpu_has_amx_support`` False)."""
-    from sglang.srt.utils import common
+    common = common_utils()
 
     for name, answer in FIXED.items():
         original = getattr(common, name, None)
@@ -397,7 +408,7 @@ def _for_this_gpu(gpu: dict, state: str) -> None:
     platforms = sys.modules.get("sglang.srt.platforms")
     if platforms is not None and hasattr(platforms, "_current_platform"):
         platforms._current_platform = None  # resolved again, for this GPU's build
-    from sglang.srt.utils import common
+    common = common_utils()
 
     for module in _sglang_modules():
         for value in list(vars(module).values()):
