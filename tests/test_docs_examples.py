@@ -105,6 +105,8 @@ NOT_HERE: dict[tuple[str, str], str] = {
     ("docs/ci.md", "sglang-gate:\n  image: python:3.11"): CI,
     ("docs/development.md", "pip install '.[test]' && pytest -n 2"): INSTALL,
     ("docs/development.md", "python tests/real_sglang/differential.py "): REAL_TIER,
+    ("docs/development.md", "python -m pytest_sglang.model.knowledge.release add 0.5.24\n"): REAL_TIER,
+    ("docs/development.md", "python tests/real_sglang/locate_sources.py --write"): REAL_TIER,
     ("docs/explain-proof.md", "python tests/real_sglang/postinit_differential.py "): REAL_TIER,
     ("docs/explain-proof.md", "python tests/real_sglang/corpus_postinit.py "): REAL_TIER,
     ("docs/simulator.md", "python tests/real_sglang/profile_proof.py --store"): REAL_TIER,

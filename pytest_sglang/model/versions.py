@@ -39,28 +39,39 @@ def version_spec(text: str) -> SpecifierSet:
         ) from None
 
 
-def in_range(version: Version, low: str, high: str | None = None) -> bool:
-    """low <= version (< high); post releases count as their base release."""
-    base = Version(version.base_version)
-    return base >= Version(low) and (high is None or base < Version(high))
+def as_release(version: Version) -> Version:
+    """The release a version is read as: a pre-release (``0.5.10rc0``) as its final release, as
+    its code is nearly that release's; a post release (``0.5.8.post1``) as itself: SGLang cuts
+    post releases from its main branch, so 0.5.5.post1 already carries changes of 0.5.6."""
+    return Version(version.base_version) if version.is_prerelease and not version.is_devrelease else version
+
+
+def within(version: Version, since: Version, until: Version | None) -> bool:
+    """Whether a rule's range ``since``..``until`` holds in a release, in the order of releases:
+    0.5.5 < 0.5.5.post1 < 0.5.6. A range that ends at 0.5.5 leaves out 0.5.5.post1 until the
+    release is added and proven to do the same (the add command extends the range then)."""
+    release = as_release(version)
+    return since <= release and (until is None or release <= until)
 
 
 def nearest_release(version: Version, releases: Sequence[str]) -> str:
-    """The known release whose rules and flag table a version is read with: its own (a post or
-    rc release too); for a release between known ones, the newest older one; for one older
-    than all, the oldest; for one newer than all, the newest. A development build is newer than the newest release
-    before its number (``0.5.12.dev5`` follows 0.5.11; ``0.0.0.dev1``, built without release
-    tags, follows every known release)."""
+    """The known release whose rules and flag table a version is read with: its own; for a
+    release between known ones, the newest older one (``0.5.8.post2`` is read as 0.5.8.post1
+    where the knowledge base has it, else as 0.5.8); for one older than all, the oldest; for
+    one newer than all, the newest. A pre-release is read as its final release when that is
+    known. A development build is newer than the newest release before its number
+    (``0.5.12.dev5`` follows 0.5.11; ``0.0.0.dev1``, built without release tags, follows every
+    known release)."""
     known = sorted(releases, key=Version)
-    if any(Version(r) == version for r in known):  # its own, a post or rc release too (0.5.0rc2)
-        return next(r for r in known if Version(r) == version)
-    base = Version(version.base_version)
+    own = next((r for r in known if Version(r) == version), None)
+    if own is not None:
+        return own
     if version.is_devrelease:
+        base = Version(version.base_version)
         before = [r for r in known if Version(r) < base]
         return before[-1] if before and base <= Version(known[-1]) else known[-1]
-    # A release candidate is read as its release; a post release follows its release and the
-    # post releases before it (0.5.8.post2: 0.5.8.post1 when known, else 0.5.8).
-    older = [r for r in known if Version(r) <= (base if version.is_prerelease else version)]
+    release = as_release(version)
+    older = [r for r in known if Version(r) <= release]
     return older[-1] if older else known[0]
 
 
@@ -69,14 +80,16 @@ def outside_note(version: Version, releases: Sequence[str]) -> str | None:
     build, or a release newer or older than all of them): whose rules are used, and how the
     release itself can answer. None for a version the releases cover."""
     known = sorted(releases, key=Version)
-    base = Version(version.base_version)
+    release = as_release(version)
     execute = f"where SGLang {version} is installed, pytest-sglang explain --execute runs its own post-init on a launch command (--sglang-python PATH)"
     if version.is_devrelease:
         chosen = nearest_release(version, known)
         return f"SGLang {version} is a development build, newer than {chosen}: the rules of {chosen} are used, and SGLang may have changed since; {execute}"
-    if base > Version(known[-1]):
+    if any(Version(r) == version for r in known):
+        return None
+    if release > Version(known[-1]):
         return f"SGLang {version} is newer than the knowledge base ({known[-1]}): the newest rules are used, and SGLang may have changed since; {execute}"
-    if base < Version(known[0]):
+    if release < Version(known[0]):
         return f"SGLang {version} is older than the knowledge base ({known[0]}): the oldest rules are used, and that release may differ; {execute}"
     return None
 

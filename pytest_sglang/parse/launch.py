@@ -28,7 +28,7 @@ from packaging.version import Version
 from pytest_sglang.base.argv import ENV_ASSIGNMENT, option_like
 from pytest_sglang.base.errors import SpecError
 from pytest_sglang.base.secrets import clip, forms
-from pytest_sglang.model.versions import nearest_release, parse_version
+from pytest_sglang.model.versions import as_release, nearest_release, parse_version
 from pytest_sglang.parse.listforms import ListForm, read_list_form
 from pytest_sglang.parse.redact import MAX_COMMAND, REDACTED, is_refused_command, is_secret_env, is_secret_flag, is_secret_key, redact_command_all, scrub, secret_values, word_secrets
 from pytest_sglang.parse.redact import _secret_positions as secret_positions
@@ -145,14 +145,14 @@ def _table_for(version: str | None, *, strict: bool) -> tuple[str, str | None]:
         if strict:
             raise SpecError(f"sglang_version {_shown(version)} is not a version: give an SGLang release such as {known[-1]!r} ({tables})")
         return chosen, f"SGLang version {_shown(version)} is not a version: read with {chosen}'s flag table"
-    base = Version(wanted.base_version)
+    release = as_release(wanted)
     if wanted.is_devrelease:
         return chosen, f"SGLang {_text(version)} is a development build: read with the flag table of {chosen}, the newest release before it"
-    if base < Version(known[0]):
+    if release < Version(known[0]):
         if strict:
             raise SpecError(f"no flag table for SGLang {_text(version)}: {tables}")
         return chosen, f"no flag table for SGLang {_text(version)}: read with {chosen}'s, the oldest"
-    if base != Version(chosen):
+    if release != Version(chosen):
         return chosen, f"no flag table for SGLang {_text(version)}: read with {chosen}'s"
     return chosen, None
 

@@ -9,9 +9,9 @@ For each rule and each of its sources: in the cited release the anchor must be w
 lines (a few lines of slack: PROBLEM); in every release of the rule's range the anchor must be in
 the file (VANISHED); and in the first release below and above the range, at least one of the
 rule's anchors must be missing (RANGE MAY START EARLIER / END LATER: a range that is too wide or
-too narrow fails). A post release X.postN is in every range that holds X (``until 0.5.8`` holds
-0.5.8.post1, and the first release above it is 0.5.9); a ``since`` that is itself a post or rc
-release is compared exactly. The lock records the line of each anchor in each release, so an
+too narrow fails). Ranges follow the order of releases: 0.5.5 < 0.5.5.post1 < 0.5.6 (SGLang cuts
+post releases from its main branch, so a post release may already carry the next release's
+code), as explain applies them. The lock records the line of each anchor in each release, so an
 explanation can cite the line of the target's own release; MOVED says where a line differs from it.
 
 Wheels come from ``~/.cache/pytest-sglang/wheels`` (downloaded once, without dependencies).
@@ -35,6 +35,7 @@ if str(ROOT) not in sys.path and __name__ == "__main__":  # run as a script from
 from packaging.version import Version  # noqa: E402
 
 from pytest_sglang.judge.explain import kb as kb_module
+from pytest_sglang.model.versions import within
 
 LOCK = ROOT / "pytest_sglang" / "model" / "knowledge" / "sources.lock.json"
 SLACK = 3  # lines of slack around a cited range
@@ -86,19 +87,15 @@ def _holds(release: str, source: kb_module.SourceRef) -> bool:
 
 
 def in_range(release: str, since: str, until: str | None) -> bool:
-    """Whether a release is in ``since``-``until``: a post release X.postN (or X's rc) counts as
-    X, so ``until X`` holds X.postN; a ``since`` that is itself a post or rc release is compared
-    exactly."""
-    version, first = Version(release), Version(since)
-    base = Version(version.base_version)
-    starts = version >= first if (first.is_postrelease or first.is_prerelease) else base >= first
-    return starts and (until is None or base <= Version(until))
+    """Whether a release is in ``since``-``until``, in the order of releases (0.5.5 <
+    0.5.5.post1 < 0.5.6), as explain applies a rule (``Rule.covers``)."""
+    return within(Version(release), Version(since), Version(until) if until is not None else None)
 
 
 def _outside(rule: kb_module.Rule, all_releases: list[str]) -> tuple[str | None, str | None]:
-    """The first release below and above the rule's range (for until 0.5.8: 0.5.9, not 0.5.8.post1)."""
-    below = [r for r in all_releases if not in_range(r, rule.since, None)]
-    above = [r for r in all_releases if rule.until is not None and in_range(r, rule.since, None) and not in_range(r, rule.since, rule.until)]
+    """The last release below and the first above the rule's range."""
+    below = [r for r in all_releases if Version(r) < Version(rule.since)]
+    above = [r for r in all_releases if rule.until is not None and Version(r) > Version(rule.until)]
     return (below[-1] if below else None), (above[0] if above else None)
 
 
@@ -179,11 +176,24 @@ def problem_lines(rule_id: str, found: dict) -> list[str]:
     for gone in found["vanished"]:
         file, anchor = gone["anchor"].split("::", 1)
         out.append(f"VANISHED {rule_id}: {anchor!r} is missing from {file} in SGLang {gone['release']} (range {found['range']})")
-    if found["range_may_start_earlier"]:
+    kept_out = kept_out_by_execution()
+    if found["range_may_start_earlier"] and (rule_id, found["range_may_start_earlier"]) not in kept_out:
         out.append(f"RANGE MAY START EARLIER {rule_id}: anchors all present in {found['range_may_start_earlier']}, below {found['range']}")
-    if found["range_may_end_later"]:
+    if found["range_may_end_later"] and (rule_id, found["range_may_end_later"]) not in kept_out:
         out.append(f"RANGE MAY END LATER {rule_id}: anchors all present in {found['range_may_end_later']}, above {found['range']}")
     return out
+
+
+@lru_cache(maxsize=1)
+def kept_out_by_execution() -> frozenset[tuple[str, str]]:
+    """(rule, release) pairs the add command kept out of a rule's range although the release has
+    every anchor, because that release's own post-init contradicted the rule (recorded with the
+    disagreement in model/knowledge/releases.json): not a range to widen."""
+    path = LOCK.parent / "releases.json"
+    if not path.exists():
+        return frozenset()
+    releases = json.loads(path.read_text())["releases"]
+    return frozenset((entry["rule"], version) for version, record in releases.items() for entry in record.get("kept_out", []))
 
 
 def check(kb: kb_module.KnowledgeBase, only: str | None = None) -> tuple[list[str], dict[str, dict[str, int]], dict[str, int]]:

@@ -545,7 +545,6 @@ def write_stored(python: Path, releases: list[str] | None = None) -> dict:
         ),
         "hypothesis": hypothesis.__version__,
         "known": KNOWN,
-        "seconds": dict(data.get("seconds", {})),
         "releases": dict(data.get("releases", {})),
     }
     for version in releases or versions():
@@ -553,10 +552,9 @@ def write_stored(python: Path, releases: list[str] | None = None) -> dict:
         cases = generate(version, STORED_PER_RELEASE, derandomize=False, seed=stored_seed(version)) + pinned(version)
         answers = real_answers(version, python, cases)
         out["releases"][version] = {"cases": [{**case, "answer": stored_answer(answers[case["name"]])} for case in cases]}
-        out["seconds"][version] = round(time.monotonic() - started, 1)
-        print(f"{version}: {len(cases)} stored ({out['seconds'][version]} s)", file=sys.stderr)
+        # No time is stored: a second --store of the same release writes the same bytes.
+        print(f"{version}: {len(cases)} stored ({time.monotonic() - started:.1f} s)", file=sys.stderr)
     out["releases"] = dict(sorted(out["releases"].items(), key=lambda kv: _key(kv[0])))
-    out["seconds"] = dict(sorted(out["seconds"].items(), key=lambda kv: _key(kv[0])))
     text = json.dumps({k: v for k, v in out.items() if k != "releases"}, indent=1)[:-2] + ',\n "releases": {\n'
     text += ",\n".join(
         f"  {json.dumps(v)}: {{\"cases\": [\n" + ",\n".join("   " + json.dumps(c, sort_keys=True) for c in r["cases"]) + "\n  ]}"
@@ -634,9 +632,6 @@ def docs_tables(data: dict | None = None) -> str:
         lines += ["| class | reason |", "|---|---|"] + [f"| `{cls}` | {reason} |" for cls, reason in sorted(data["known"].items())]
     else:
         lines.append("None.")
-    if data.get("seconds"):
-        total = sum(data["seconds"].values())
-        lines += ["", f"Storing the set ran every release's own post-init and sizing in {total:.0f} s on a two-core machine shared with other work (about {total / len(data['seconds']):.0f} s per release, most of it importing the release)."]
     return "\n".join(lines) + "\n"
 
 

@@ -33,9 +33,7 @@ def rules_release(kb: KnowledgeBase, situation: Situation) -> tuple[Version | No
         ]
     known = [str(r) for r in kb.releases]
     note = outside_note(version, known)
-    if note is None:
-        return Version(version.base_version), []
-    return Version(nearest_release(version, known)), [note]
+    return Version(nearest_release(version, known)), [note] if note is not None else []
 
 
 def explain_situation(situation: Situation) -> Explanation:

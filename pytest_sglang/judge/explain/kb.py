@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from pytest_sglang.base.errors import SGLangError
 from pytest_sglang.judge.explain.expr import Expression, ExpressionError, compile_expression
 from pytest_sglang.model.knowledge.model_tables import model_table, model_table_versions
-from pytest_sglang.model.versions import nearest_release, parse_version
+from pytest_sglang.model.versions import nearest_release, parse_version, within
 from pytest_sglang.parse.launch import table_versions
 
 if sys.version_info >= (3, 11):
@@ -184,8 +184,7 @@ class Rule(_Strict):
         return self._until
 
     def covers(self, version: Version) -> bool:
-        release = Version(version.base_version)
-        return self._since <= release and (self._until is None or release <= self._until)
+        return within(version, self._since, self._until)
 
     @property
     def range_text(self) -> str:

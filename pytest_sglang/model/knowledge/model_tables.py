@@ -43,7 +43,7 @@ def _folder() -> Any:
 
 
 def _key(version: str) -> Version:
-    return Version(version)  # post and rc releases too: 0.5.8 < 0.5.8.post1 < 0.5.9
+    return Version(version)
 
 
 @lru_cache(maxsize=1)
