@@ -49,3 +49,20 @@ def test_post_releases_are_compared_with_the_release_before_them():
         if Version(version).is_postrelease:
             assert Version(record["compared_with"]) < Version(version)
             assert Version(record["compared_with"]).base_version == Version(version).base_version
+
+
+@pytest.mark.parametrize(
+    "page, text",
+    [
+        ("README.md", "for every release from {first} to {last}, post releases included"),
+        ("docs/launch-commands.md", "for every release from {first} to {last}, post releases included"),
+        ("docs/launch-commands.md", "flag tables exist for SGLang {first} to {last}"),
+        ("docs/errors.md", "flag tables exist for SGLang {first} to {last}"),
+        ("docs/library.md", "the releases that have a table ({first} to {last})"),
+        ("docs/development.md", "one per release from {first} to {last}, post releases included"),
+    ],
+)
+def test_the_manual_names_the_releases_the_package_holds(page, text):
+    known = table_versions()
+    root = Path(__file__).resolve().parents[1]
+    assert text.format(first=known[0], last=known[-1]) in " ".join((root / page).read_text().split())

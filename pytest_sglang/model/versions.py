@@ -87,9 +87,10 @@ def outside_note(version: Version, releases: Sequence[str]) -> str | None:
         return f"SGLang {version} is a development build, newer than {chosen}: the rules of {chosen} are used, and SGLang may have changed since; {execute}"
     if any(Version(r) == version for r in known):
         return None
+    add = f"python -m pytest_sglang.model.knowledge.release add {version} adds it to the knowledge base (in a checkout of pytest-sglang)"
     if release > Version(known[-1]):
-        return f"SGLang {version} is newer than the knowledge base ({known[-1]}): the newest rules are used, and SGLang may have changed since; {execute}"
+        return f"SGLang {version} is newer than the knowledge base ({known[-1]}): the newest rules are used, and SGLang may have changed since; {add}; {execute}"
     if release < Version(known[0]):
-        return f"SGLang {version} is older than the knowledge base ({known[0]}): the oldest rules are used, and that release may differ; {execute}"
+        return f"SGLang {version} is older than the knowledge base ({known[0]}): the oldest rules are used, and that release may differ; {add}; {execute}"
     return None
 

@@ -36,6 +36,7 @@ The fast tier (``tests/test_launch_differential.py``) checks the stored set; the
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import shlex
@@ -69,6 +70,20 @@ TMP = "{tmp}"  # in an argv word: the directory the case's files are written to
 def versions() -> list[str]:
     names = (p.name[len("sglang-cli-") : -len(".json")] for p in TABLES.glob("sglang-cli-*.json"))
     return sorted(names, key=Version)
+
+
+def executed_versions() -> list[str]:
+    """The releases the real tier runs: their stored answers asked again and a fresh sample of
+    commands through their own parser, post-init and pool sizing. By default the final releases
+    the launch differential stores (0.5.5-0.5.23); ``SGLANG_REAL_RELEASES=all``, every release
+    with a flag table (post releases and 0.5.0rc2-0.5.4 too, about 15 minutes more). The add
+    command ran each release's differentials when it added it, and every run of the tier checks
+    every flag table, model table, post-init walk and source anchor against its wheel."""
+    every = versions()
+    if os.environ.get("SGLANG_REAL_RELEASES", "") == "all":
+        return every
+    stored_releases = json.loads(DATA.read_text())["releases"]
+    return [v for v in every if v in stored_releases]
 
 
 def table(version: str) -> dict:

@@ -49,6 +49,7 @@ import re
 import subprocess
 import sys
 import zipfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -371,8 +372,12 @@ def expected(versions: list[str]) -> dict[str, str]:
     """File name -> text, for the releases named and the transformers versions they pin."""
     out: dict[str, str] = {}
     pins: set[str] = set()
-    for version in versions:
-        data = table(version)
+    for version in versions:  # every wheel is in the cache first, so the workers download none
+        _wheel(version)
+    # Reading a wheel's models is pure CPU work (ast): two processes read two releases at once.
+    with ProcessPoolExecutor(max_workers=min(2, len(versions) or 1)) as pool:
+        tables = list(pool.map(table, versions))
+    for version, data in zip(versions, tables):
         pins.add(data["transformers"])
         out[f"sglang-models-{version}.json"] = _text(data)
     for pin in sorted(pins):

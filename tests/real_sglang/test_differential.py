@@ -33,16 +33,17 @@ STORED = differential.stored()
 @lru_cache(maxsize=None)
 def _release(version: str, python: Path) -> tuple[list[dict], list[dict], dict, dict]:
     """(stored cases, sample cases, defaults, answers) from one import of the release."""
-    stored = STORED["releases"][version]["cases"]
+    stored = STORED["releases"].get(version, {}).get("cases", [])  # SGLANG_REAL_RELEASES=all: a release the set does not hold
     sample = [{**case, "name": f"sample-{case['name']}"} for case in differential.generate(version, EXAMPLES, derandomize=False, seed=SEED)]
     defaults, answers = differential.real_answers(version, python, stored + sample)
     return stored, sample, defaults, answers
 
 
-@pytest.mark.parametrize("version", differential.versions())
+@pytest.mark.parametrize("version", differential.executed_versions())
 def test_the_stored_answers_are_what_each_release_says(sglang_python, version):
     stored, _, defaults, answers = _release(version, sglang_python)
-    assert defaults == STORED["releases"][version]["defaults"], f"{version}: run tests/real_sglang/differential.py --store"
+    if version in STORED["releases"]:
+        assert defaults == STORED["releases"][version]["defaults"], f"{version}: run tests/real_sglang/differential.py --store"
     for case in stored:
         fresh = differential.stored_answer(answers[case["name"]], defaults)
         assert _choices_sorted(fresh) == _choices_sorted(case["answer"]), f"{case['name']}: run tests/real_sglang/differential.py --store"
@@ -61,7 +62,7 @@ def _choices_sorted(answer: dict) -> dict:
     return {**answer, "error": re.sub(r"\(choose from ([^)]*)\)", sort, answer["error"])}
 
 
-@pytest.mark.parametrize("version", differential.versions())
+@pytest.mark.parametrize("version", differential.executed_versions())
 def test_a_random_sample_is_read_as_the_release_reads_it(sglang_python, version):
     _, sample, defaults, answers = _release(version, sglang_python)
     assert sample, f"{version}: no command generated"
