@@ -345,10 +345,83 @@ def extendable(kb: Any, version: str, known: list[str]) -> list[tuple[str, str, 
     return out
 
 
+# ---- pool sizing eras --------------------------------------------------------------------------
+
+POOLS = KNOWLEDGE / "pools.toml"
+_ERA = re.compile(r'^\[\[era\]\]\nsince = "(?P<since>[^"]+)"\n(?:until = "(?P<until>[^"]+)"\n)?', re.M)
+
+
+def eras() -> list[tuple[str, str | None]]:
+    return [(m.group("since"), m.group("until")) for m in _ERA.finditer(POOLS.read_text())]
+
+
+def era_holding(version: str) -> str | None:
+    """The pool sizing era that holds the release, as ``since-until`` (None: no era does, and
+    explain gives no pool figures for it)."""
+    v = Version(version)
+    for a, b in eras():
+        if Version(a) <= v and (b is None or v <= Version(b)):
+            return f"{a}-{b}" if b else f"{a}+"
+    return None
+
+
+def set_era_bound(since: str, key: str, old: str, new: str) -> None:
+    """Rewrite one era's ``since`` or ``until`` in pools.toml (the era is named by its ``since``)."""
+    text = POOLS.read_text()
+    match = next(m for m in _ERA.finditer(text) if m.group("since") == since)
+    head = match.group(0)
+    line = f'{key} = "{old}"'
+    if line not in head:
+        raise AddError(f"{POOLS.relative_to(ROOT)}: the era since {since} has no line {line}")
+    POOLS.write_text(text[: match.start()] + head.replace(line, f'{key} = "{new}"', 1) + text[match.end() :])
+
+
+def era_candidates(version: str, known: list[str]) -> list[tuple[str, str, str]]:
+    """(era's since, ``since`` or ``until``, the bound now) for a release no pool sizing era holds:
+    the era that ends at the known release just below it (taken first: a post release carries
+    its release's code and some of the next one's) and the era that starts at the known release
+    just above it. An era only ever grows by its neighbour, so it never jumps over a release
+    whose sizing disagreed."""
+    v = Version(version)
+    spans = eras()
+    if any(Version(a) <= v and (b is None or v <= Version(b)) for a, b in spans):
+        return []
+    others = [r for r in known if r != version]
+    below = [r for r in others if Version(r) < v]
+    above = [r for r in others if Version(r) > v]
+    out = []
+    for a, b in spans:
+        if below and b is not None and Version(b) == Version(below[-1]):
+            out.append((a, "until", b))
+    for a, _ in spans:
+        if above and Version(a) == Version(above[0]):
+            out.append((a, "since", a))
+    return out
+
+
+def choose_era(version: str, python: Path, examples: int, run: Callable[[], dict[str, dict]]) -> tuple[str | None, dict[str, dict]]:
+    """Put the release in the pool sizing era its own sizing agrees with: each candidate era is
+    widened to take it in and the pool differential run; the first with no open class stays.
+    (its description, the last differential result)."""
+    from pytest_sglang.judge.explain import pools
+
+    result: dict[str, dict] = {}
+    for since, key, bound in era_candidates(version, known_releases()):
+        set_era_bound(since, key, bound, version)
+        pools._data.cache_clear()
+        new_since = version if key == "since" else since
+        result = run()
+        if not result["pool sizing"]["open"]:
+            return f"the era since {since} ({key} {bound} -> {version})", result
+        set_era_bound(new_since, key, version, bound)
+        pools._data.cache_clear()
+    return None, result
+
+
 # ---- the differentials ------------------------------------------------------------------------
 
 
-def differentials(version: str, python: Path, examples: int) -> dict[str, dict]:
+def differentials(version: str, python: Path, examples: int, only: tuple[str, ...] = ("post-init", "pool sizing")) -> dict[str, dict]:
     """The post-init and pool-sizing differentials of one release on a fixed sample of fresh
     commands and the pinned ones: per differential, the counts and the disagreement classes
     (``open``: those ``KNOWN`` does not explain)."""
@@ -357,6 +430,8 @@ def differentials(version: str, python: Path, examples: int) -> dict[str, dict]:
 
     out: dict[str, dict] = {}
     for name, module in (("post-init", postinit_differential), ("pool sizing", pool_differential)):
+        if name not in only:
+            continue
         def cases(v: str, module: Any = module) -> list[dict]:
             return module.generate(v, examples, derandomize=True) + module.pinned(v)
 
@@ -435,7 +510,9 @@ def add(spec: str, *, examples: int = 12, differential: bool = True) -> int:
     result: dict[str, dict] = {}
     reverted: list[tuple[str, str, str]] = []
     classes: dict[str, str] = {}
+    era_taken: str | None = None
     if differential:
+        era_taken, _ = steps.run("pool sizing era", lambda: choose_era(version, python, examples, lambda: differentials(version, python, examples, only=("pool sizing",))))
         result = steps.run("differentials", lambda: differentials(version, python, examples))
         classes = contradicted_rules(result)
         reverted = [e for e in extended if e[0] in classes]
@@ -457,7 +534,8 @@ def add(spec: str, *, examples: int = 12, differential: bool = True) -> int:
     out |= {rule_id: {"rule": rule_id, "bound": key, "because": classes[rule_id]} for rule_id, key, _ in reverted}
     taken_in = [taken[r] for r in sorted(taken) if r not in out]
     kept_out = [out[r] for r in sorted(out)]
-    write_registry(version, wheel, other, same, flags, assignments, taken_in, kept_out)
+    era = era_holding(version)
+    write_registry(version, wheel, other, same, flags, assignments, taken_in, kept_out, era)
 
     locate_sources.kept_out_by_execution.cache_clear()
     problems, lock, _ = steps.run("source locks", lambda: locate_sources.check(kb))
@@ -469,7 +547,7 @@ def add(spec: str, *, examples: int = 12, differential: bool = True) -> int:
     row = next(r for r in table.rows if r.release == version)
     _regenerate_parsed(kb_module)
 
-    print_summary(version, other, same, flags, assignments, kb, moved, vanished, problems, extended, reverted, result, row, table)
+    print_summary(version, other, same, flags, assignments, kb, moved, vanished, problems, extended, reverted, result, row, table, era_taken)
     total = time.monotonic() - started
     print(f"time: {total:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in steps.times.items()) + ")")
     return 1 if any(part["open"] for part in result.values()) else 0
@@ -516,7 +594,7 @@ def _anchor_changes(lock: dict, problems: list[str], version: str, other: str | 
 
 
 def write_registry(version: str, wheel: Path, other: str | None, same: dict[str, bool], flags: list[str], assignments: list[dict],
-                   taken_in: list[tuple[str, str, str]], kept_out: list[dict]) -> None:
+                   taken_in: list[tuple[str, str, str]], kept_out: list[dict], era: str | None = None) -> None:
     data = json.loads(REGISTRY.read_text()) if REGISTRY.exists() else {"source": "", "releases": {}}
     data["source"] = "every release the knowledge base holds: its wheel, and what its tables share with the release it was compared with; written by python -m pytest_sglang.model.knowledge.release add"
     data["releases"][version] = {
@@ -530,12 +608,14 @@ def write_registry(version: str, wheel: Path, other: str | None, same: dict[str,
         # wheel, no disagreement), and those it kept out because the release contradicted them.
         "taken_in": [{"rule": rule_id, "bound": key, "was": bound} for rule_id, key, bound in taken_in],
         "kept_out": kept_out,
+        # The pool sizing era that holds the release (its own sizing agreed), or None.
+        "pool_era": era,
     }
     data["releases"] = dict(sorted(data["releases"].items(), key=lambda kv: Version(kv[0])))
     REGISTRY.write_text(json.dumps(data, indent=1) + "\n")
 
 
-def print_summary(version, other, same, flags, assignments, kb, moved, vanished, problems, extended, reverted, result, row, table) -> None:  # type: ignore[no-untyped-def]
+def print_summary(version, other, same, flags, assignments, kb, moved, vanished, problems, extended, reverted, result, row, table, era_note=None) -> None:  # type: ignore[no-untyped-def]
     print()
     print(f"== SGLang {version}" + (f", compared with {other}" if other else ""))
     if same:
@@ -577,9 +657,29 @@ def print_summary(version, other, same, flags, assignments, kb, moved, vanished,
             print(f"  {line}")
     print(f"post-init coverage: {row.assignments} assignments, {row.covered} covered by a rule, {row.out_of_scope} out of scope, "
           f"{row.uncovered} uncovered ({row.percent}% of those in scope)")
+    if era_note:
+        print(f"pool sizing: SGLang {version} now sized by {era_note}")
     for name, part in result.items():
         counts = ", ".join(f"{k} {v}" for k, v in part["counts"].items())
         print(f"{name} differential: {counts or 'no cases'}; open classes: {', '.join(part['open']) or 'none'}")
+
+
+def pool_eras(versions: list[str], examples: int) -> int:
+    """Only the pool sizing era of releases the knowledge base holds (their tables as they are)."""
+    import harness
+
+    python = harness.ensure_environment()
+    failed = 0
+    for version in versions:
+        note, result = choose_era(version, python, examples, lambda v=version: differentials(v, python, examples, only=("pool sizing",)))
+        if note is None and result:
+            failed += 1
+        data = json.loads(REGISTRY.read_text())
+        if version in data["releases"]:
+            data["releases"][version]["pool_era"] = era_holding(version)
+            REGISTRY.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"{version}: " + (note or ("already in an era" if not result else "no era agrees: " + ", ".join(result["pool sizing"]["open"]))), flush=True)
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -587,7 +687,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("release", help="an SGLang release on the package index (0.5.24) or a path to its wheel")
     parser.add_argument("--examples", type=int, default=12, help="fresh commands per differential (default 12)")
     parser.add_argument("--no-differential", action="store_true", help="write the tables only")
+    parser.add_argument("--pool-era", action="store_true", help="only place known releases in a pool sizing era (release: a comma-separated list)")
     args = parser.parse_args(argv)
+    if args.pool_era:
+        return pool_eras(args.release.split(","), args.examples)
     try:
         return add(args.release, examples=args.examples, differential=not args.no_differential)
     except AddError as exc:

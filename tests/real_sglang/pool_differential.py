@@ -389,6 +389,10 @@ def compare(case: dict, version: str, answer: dict) -> tuple[list[tuple[str, str
         given, own, facts = estimates(case, version, read, pools.get("eagle_draft_num_layers") if pools else (read or {}).get("eagle_draft_num_layers"))
     except Exception as exc:  # noqa: BLE001 - explain must never raise on a valid command
         return [(f"crash: estimate_pools raised {type(exc).__name__}", str(exc)[:300])], reported, dict(agreed)
+    untranscribed = next((why for why in (given.unknown.values() if given is not None else ()) if "pool sizing is not transcribed" in why), None)
+    if untranscribed is not None:  # a release no era holds: explain gives no figure, and says why (a gap, never a wrong figure)
+        reported.append(("untranscribed: no pool sizing era holds the release", untranscribed))
+        return bad, reported, dict(agreed)
     if "error" in answer:  # the release's sizing refused
         if given is None or given.refusal is None:
             shown = {k: f"{b.low}-{b.high}" for k, b in (given or own).figures.items()}

@@ -50,11 +50,12 @@ def compact(releases: dict[str, dict]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     before: dict | None = None
     for version, fields in releases.items():
+        # Fields in name order, so a release written again writes the same bytes.
         if before is None:
-            out[version] = {"set": fields, "removed": []}
+            out[version] = {"set": dict(sorted(fields.items())), "removed": []}
         else:
             out[version] = {
-                "set": {k: v for k, v in fields.items() if k not in before or before[k] != v or type(before[k]) is not type(v)},
+                "set": {k: v for k, v in sorted(fields.items()) if k not in before or before[k] != v or type(before[k]) is not type(v)},
                 "removed": sorted(set(before) - set(fields)),
             }
         before = fields

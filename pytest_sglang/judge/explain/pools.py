@@ -34,7 +34,7 @@ from packaging.version import Version
 from pytest_sglang.judge.explain.expr import Expression, Scope, Unknown, compile_expression, is_unknown
 from pytest_sglang.judge.explain.situation import Situation
 from pytest_sglang.model import knowledge
-from pytest_sglang.model.versions import nearest_release
+from pytest_sglang.model.versions import nearest_release, within
 
 GIB = 1 << 30
 _DATA = Path(__file__).resolve().parents[2] / "model" / "knowledge" / "pools.toml"
@@ -114,12 +114,11 @@ def _data() -> _Data:
     return _Data(tuple(eras), overhead, (float(low), float(high)), lists, raw["page_size"])
 
 
-def _era(version: Version) -> _Era:
-    data = _data()
-    for era in data.eras:
-        if era.since <= version and (era.until is None or version <= era.until):
-            return era
-    return data.eras[0] if version < data.eras[0].since else data.eras[-1]
+def _era(version: Version) -> _Era | None:
+    """The era that holds the release (in the order of releases: 0.5.6 < 0.5.6.post1 < 0.5.7);
+    None for a release no era holds: its sizing is not transcribed (the add command widens an
+    era to a new release only where that release's own sizing agrees with it)."""
+    return next((era for era in _data().eras if within(version, era.since, era.until)), None)
 
 
 class _Scope(Scope):
@@ -476,15 +475,14 @@ def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
 
 
 def release_of(situation: Situation) -> Version | None:
-    """The release whose sizing applies: the situation's (a development build: the release
-    before its number), within the releases the data covers."""
+    """The release whose sizing applies: the situation's own where the knowledge base holds it
+    (a post release too), else the known release it is read as (a development build: the
+    release before its number)."""
     version = situation.version
     if version is None:
         return None
-    if version.is_devrelease:
-        releases = [str(r) for r in situation.kb.releases]
-        return Version(nearest_release(version, releases))
-    return Version(version.base_version)
+    releases = [str(r) for r in situation.kb.releases]
+    return Version(nearest_release(version, releases))
 
 
 def estimate_pools(
@@ -505,6 +503,9 @@ def estimate_pools(
     if release is None:
         return PoolEstimate({}, {n: "the SGLang version is unknown: each release sizes its pools its own way" for n in names})
     era = _era(release)
+    if era is None:
+        why = f"SGLang {release}'s pool sizing is not transcribed yet (its own sizing agrees with no era of the knowledge base)"
+        return PoolEstimate({}, {n: why for n in names}, release=str(release))
     config_fact = situation.model.get("config")
     config = config_fact.value if config_fact is not None and isinstance(config_fact.value, Mapping) else None
     if config is None:
