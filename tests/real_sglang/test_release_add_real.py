@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-RELEASE = os.environ.get("SGLANG_ADD_RELEASE", "0.5.12.post1")
+RELEASE = os.environ.get("SGLANG_ADD_RELEASE", "0.5.9")
 SKIP = shutil.ignore_patterns(".git", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "*.egg-info", ".hypothesis")
 
 
