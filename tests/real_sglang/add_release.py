@@ -117,8 +117,9 @@ def digest(path: Path) -> str:
 
 
 def known_releases() -> list[str]:
-    names = (p.name[len("sglang-cli-") : -len(".json")] for p in FLAGS.glob("sglang-cli-*.json"))
-    return sorted(names, key=Version)
+    from flag_table_live import shipped_versions
+
+    return shipped_versions()
 
 
 def nearest_known(version: str, known: list[str]) -> str | None:
@@ -165,7 +166,7 @@ def store_walk(version: str) -> None:
 
 def _table_text(path: Path, version: str) -> str:
     """A table with its own release's name taken out, to compare two releases' tables."""
-    return path.read_text().replace(version, "VERSION") if path.exists() else ""
+    return release_name(version).sub("VERSION", path.read_text()) if path.exists() else ""
 
 
 def identical(version: str, other: str) -> dict[str, bool]:
@@ -358,9 +359,10 @@ def eras() -> list[tuple[str, str | None]]:
 def era_holding(version: str) -> str | None:
     """The pool sizing era that holds the release, as ``since-until`` (None: no era does, and
     explain gives no pool figures for it)."""
-    v = Version(version)
+    from pytest_sglang.model.versions import within
+
     for a, b in eras():
-        if Version(a) <= v and (b is None or v <= Version(b)):
+        if within(Version(version), Version(a), Version(b) if b else None):
             return f"{a}-{b}" if b else f"{a}+"
     return None
 
@@ -495,9 +497,7 @@ def add(spec: str, *, examples: int = 12, differential: bool = True) -> int:
     print(f"adding SGLang {version} from {wheel.name} ({'new' if is_new else 'known: its tables are written again'})", flush=True)
     python = steps.run("harness environment", harness.ensure_environment)
     steps.run("flag table, defaults, model tables, post-init walk", lambda: write_tables(version, python))
-    for cache in (kb_module.load,):
-        cache.cache_clear()
-    _clear_package_caches()
+    _reload(kb_module)
     known = known_releases()
     other = nearest_known(version, known)
 
@@ -545,7 +545,7 @@ def add(spec: str, *, examples: int = 12, differential: bool = True) -> int:
         steps.run("stored differential sets", lambda: store_differentials(version, python))
     table = postinit_coverage.measure(postinit_coverage.load_assignments(), kb)
     row = next(r for r in table.rows if r.release == version)
-    _regenerate_parsed(kb_module)
+    _regenerate_parsed()
 
     print_summary(version, other, same, flags, assignments, kb, moved, vanished, problems, extended, reverted, result, row, table, era_taken)
     total = time.monotonic() - started
@@ -570,16 +570,21 @@ def _reload(kb_module: Any) -> None:
     _clear_package_caches()
 
 
-def _regenerate_parsed(kb_module: Any) -> None:
+def _regenerate_parsed() -> None:
     """The knowledge base's parsed form (``parsed.json``), as ``python -m pytest_sglang.judge.explain.kb`` writes it."""
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pytest_sglang.judge.explain.kb"], cwd=ROOT, check=True, capture_output=True)
 
 
+def release_name(version: str) -> re.Pattern[str]:
+    """The release's name where it stands alone (0.5.1 is not in 0.5.12 or 0.5.1.post1)."""
+    return re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\w)")
+
+
 def names(text: str, version: str) -> bool:
-    """Whether a line names the release (0.5.1 is not named by 0.5.12 or 0.5.1.post1)."""
-    return re.search(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\w)", text) is not None
+    """Whether a line names the release."""
+    return release_name(version).search(text) is not None
 
 
 def _anchor_changes(lock: dict, problems: list[str], version: str, other: str | None) -> tuple[list[str], list[str]]:

@@ -35,7 +35,6 @@ if str(ROOT) not in sys.path and __name__ == "__main__":  # run as a script from
 from packaging.version import Version  # noqa: E402
 
 from pytest_sglang.judge.explain import kb as kb_module
-from pytest_sglang.model.versions import within
 
 LOCK = ROOT / "pytest_sglang" / "model" / "knowledge" / "sources.lock.json"
 SLACK = 3  # lines of slack around a cited range
@@ -86,12 +85,6 @@ def _holds(release: str, source: kb_module.SourceRef) -> bool:
     return present != source.absent
 
 
-def in_range(release: str, since: str, until: str | None) -> bool:
-    """Whether a release is in ``since``-``until``, in the order of releases (0.5.5 <
-    0.5.5.post1 < 0.5.6), as explain applies a rule (``Rule.covers``)."""
-    return within(Version(release), Version(since), Version(until) if until is not None else None)
-
-
 def _outside(rule: kb_module.Rule, all_releases: list[str]) -> tuple[str | None, str | None]:
     """The last release below and the first above the rule's range."""
     below = [r for r in all_releases if Version(r) < Version(rule.since)]
@@ -115,7 +108,7 @@ def findings(kb: kb_module.KnowledgeBase, only: str | None = None) -> tuple[dict
             continue
         found: dict = {"range": rule.range_text, "since": rule.since, "until": rule.until, "problems": [], "vanished": [], "moved": [], "range_may_start_earlier": None, "range_may_end_later": None}
         out[rule.id] = found
-        covered = [r for r in all_releases if in_range(r, rule.since, rule.until)]
+        covered = [r for r in all_releases if rule.covers(Version(r))]
         if not covered:
             found["problems"].append(f"no release of {all_releases[0]}-{all_releases[-1]} is in {rule.range_text}")
             continue
