@@ -9,9 +9,10 @@ per release of the flag tables, downloaded once into ~/.cache/pytest-sglang/whee
 from __future__ import annotations
 
 import model_tables_live
-from locate_sources import in_range
+from packaging.version import Version
 
 from pytest_sglang.model.knowledge.checkpoints import catalog
+from pytest_sglang.model.versions import within
 
 
 def test_each_architecture_is_an_entry_class_in_the_releases_its_entry_claims():
@@ -21,7 +22,9 @@ def test_each_architecture_is_an_entry_class_in_the_releases_its_entry_claims():
     for release in releases:
         registered = set(model_tables_live.registry(model_tables_live.Wheel(model_tables_live._wheel(release))))
         for entry in entries:
-            claimed = entry.sglang_since is not None and in_range(release, entry.sglang_since, entry.sglang_until)
+            claimed = entry.sglang_since is not None and within(
+                Version(release), Version(entry.sglang_since), Version(entry.sglang_until) if entry.sglang_until else None
+            )
             if claimed != (entry.architecture in registered):
                 said = "claims" if claimed else "does not claim"
                 has = "has" if entry.architecture in registered else "lacks"
