@@ -225,7 +225,7 @@ def test_a_development_build_is_read_with_the_newest_release_before_it_and_says_
     assert launch.problems == [f"SGLang {version} is a development build: read with the flag table of {table}, the newest release before it"]
 
 
-@pytest.mark.parametrize("version, table", [("0.5.5", "0.5.5"), ("0.5.12", "0.5.12"), ("0.5.23rc1", "0.5.23"), (None, "0.5.23")])
+@pytest.mark.parametrize("version, table", [("0.5.5", "0.5.5"), ("0.5.12", "0.5.12"), ("0.5.8.post1", "0.5.8.post1"), ("0.5.3", "0.5.3"), ("0.5.23rc1", "0.5.23"), (None, "0.5.23")])
 def test_a_known_release_is_read_with_its_own_table_without_a_note(version: str | None, table: str) -> None:
     from pytest_sglang.parse.launch import parse_launch_command
 
@@ -233,7 +233,7 @@ def test_a_known_release_is_read_with_its_own_table_without_a_note(version: str 
     assert (launch.flag_table_version, launch.problems) == (table, [])
 
 
-@pytest.mark.parametrize("version, table", [("banana", "0.5.23"), ("0.4.9", "0.5.5"), ("0.6.1", "0.5.23")])
+@pytest.mark.parametrize("version, table", [("banana", "0.5.23"), ("0.4.9", "0.5.0rc2"), ("0.6.1", "0.5.23"), ("0.5.8.post2", "0.5.8.post1")])
 def test_a_server_reporting_a_release_without_a_table_is_read_with_the_nearest(version: str, table: str) -> None:
     """What a server reports is never refused: its launch command is read with the nearest
     table, and ``requested.problems`` says so (the normaliser passes strict_version=False)."""

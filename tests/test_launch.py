@@ -186,7 +186,7 @@ def test_a_command_is_read_with_the_flag_table_of_its_sglang_version():
 
 @pytest.mark.parametrize(
     "version, table",
-    [("0.5.8.post1", "0.5.8"), ("0.5.10", "0.5.10"), ("0.5.18", "0.5.18"), ("0.5.19", "0.5.19"), ("0.5.23rc1", "0.5.23"), ("0.6.0", "0.5.23"), (None, "0.5.23")],
+    [("0.5.8.post1", "0.5.8.post1"), ("0.5.8.post2", "0.5.8.post1"), ("0.5.1", "0.5.1"), ("0.5.10", "0.5.10"), ("0.5.18", "0.5.18"), ("0.5.19", "0.5.19"), ("0.5.23rc1", "0.5.23"), ("0.6.0", "0.5.23"), (None, "0.5.23")],
 )
 def test_each_release_has_its_table_and_a_newer_one_uses_the_newest(version, table):
     assert parse_launch_command("--model-path m", sglang_version=version).flag_table_version == table
@@ -195,7 +195,8 @@ def test_each_release_has_its_table_and_a_newer_one_uses_the_newest(version, tab
 @pytest.mark.parametrize(
     "version, note",
     [
-        ("0.5.3", "no flag table for SGLang 0.5.3: read with 0.5.5's, the oldest"),
+        ("0.4.9", "no flag table for SGLang 0.4.9: read with 0.5.0rc2's, the oldest"),
+        ("0.5.8.post2", "no flag table for SGLang 0.5.8.post2: read with 0.5.8.post1's"),
         ("banana", "SGLang version 'banana' is not a version: read with 0.5.23's flag table"),
         ("", "SGLang version '' is not a version: read with 0.5.23's flag table"),
     ],

@@ -109,9 +109,20 @@ def _corpus_text(path: Path) -> tuple[str, str, str]:
 
 
 def stated_release(text: str) -> str | None:
-    """The release a header states (``0.5.8.post1 (docker ...)`` -> 0.5.8), when it is one."""
-    match = re.match(r"\s*(\d+\.\d+\.\d+)", text)
+    """The release a header states (``0.5.8.post1 (docker ...)`` -> 0.5.8.post1), when it is one."""
+    match = re.match(r"\s*v?(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)", text)
     return match.group(1) if match else None
+
+
+def default_releases() -> list[str]:
+    """The releases the corpus runs in: those the real tier runs (``executed_versions``), and the
+    release each corpus file states where the knowledge base holds it (a command from a
+    0.5.3.post1 deployment also runs in 0.5.3.post1)."""
+    from differential import executed_versions
+
+    every = differential.versions()
+    stated = {item["release"] for item in items() if item.get("release") in every}
+    return sorted(set(executed_versions()) | stated, key=differential._key)
 
 
 def stated_gpu(notes: str) -> dict[str, Any] | None:
@@ -317,7 +328,11 @@ def cases_of(item: dict[str, Any], releases: list[str]) -> tuple[list[dict[str, 
     if any(w == "--config" or w.startswith("--config=") for w in argv):
         return [], "the command reads a --config file"
     size = int(parsed.requested.get("tp_size") or 1) * int(parsed.requested.get("pp_size") or 1)
-    chosen = [version] if version else releases
+    from differential import executed_versions
+
+    # Every release the tier runs, and the one the file states.
+    run = set(executed_versions()) | {item.get("release")}
+    chosen = [version] if version else [r for r in releases if r in run]
     out = []
     for release in chosen:
         if release not in releases:
@@ -550,11 +565,11 @@ if __name__ == "__main__":
     import argparse
 
     cli = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    cli.add_argument("releases", nargs="*", help="releases to run (default: every release with a flag table)")
+    cli.add_argument("releases", nargs="*", help="releases to run (default: the real tier's, and each file's stated release)")
     cli.add_argument("--store", action="store_true", help=f"rewrite {DATA.relative_to(ROOT)}")
     cli.add_argument("--check-stored", action="store_true", help="the stored answers against the current explain")
     options = cli.parse_args()
-    chosen = options.releases or differential.versions()
+    chosen = options.releases or default_releases()
     if options.check_stored:
         data = stored()
         result, known, skipped = check_stored(data), data.get("known", {}), data.get("skipped", [])
