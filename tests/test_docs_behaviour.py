@@ -192,9 +192,9 @@ def test_the_options_page_names_the_group_as_pytest_help_prints_it(pytester: pyt
 @pytest.mark.parametrize(
     "version, message",
     [
-        ("banana", "sglang_version 'banana' is not a version: give an SGLang release such as '0.5.23' (flag tables exist for SGLang 0.5.5 to 0.5.23)"),
-        ("", "sglang_version '' is not a version: give an SGLang release such as '0.5.23' (flag tables exist for SGLang 0.5.5 to 0.5.23)"),
-        ("0.4.0", "no flag table for SGLang 0.4.0: flag tables exist for SGLang 0.5.5 to 0.5.23"),
+        ("banana", "sglang_version 'banana' is not a version: give an SGLang release such as '0.5.23' (flag tables exist for SGLang 0.5.0rc2 to 0.5.23)"),
+        ("", "sglang_version '' is not a version: give an SGLang release such as '0.5.23' (flag tables exist for SGLang 0.5.0rc2 to 0.5.23)"),
+        ("0.4.0", "no flag table for SGLang 0.4.0: flag tables exist for SGLang 0.5.0rc2 to 0.5.23"),
     ],
 )
 def test_a_version_without_a_flag_table_is_one_line_naming_the_known_ones(version: str, message: str) -> None:
@@ -254,7 +254,7 @@ def test_the_docs_name_the_releases_with_a_flag_table() -> None:
     from pytest_sglang.parse.launch import table_versions
 
     known = table_versions()
-    assert known[0] == "0.5.5" and known[-1] == "0.5.23"
+    assert known[0] == "0.5.0rc2" and known[-1] == "0.5.23"
     text = (DOCS / "launch-commands.md").read_text()
     assert f"from {known[0]} to {known[-1]}" in text
     assert "sglang_version=" in text and "sglang_version=" in (DOCS / "library.md").read_text()

@@ -151,7 +151,7 @@ def _profile_at(tmp_path: Path, version: str) -> str:
     [
         ("0.5.24", "SGLang 0.5.24 is newer than the knowledge base (0.5.23): the newest rules are used"),
         ("0.4.9", "SGLang 0.4.9 is older than the knowledge base (0.5.0rc2): the oldest rules are used"),
-        ("0.5.13.dev7", "SGLang 0.5.13.dev7 is a development build, newer than 0.5.12: the rules of 0.5.12 are used"),
+        ("0.5.13.dev7", "SGLang 0.5.13.dev7 is a development build, newer than 0.5.12.post1: the rules of 0.5.12.post1 are used"),
     ],
 )
 def test_pytest_s_header_says_whose_rules_a_release_outside_the_knowledge_base_is_read_with(pytester, tmp_path, version, note):

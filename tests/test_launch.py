@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 import yaml
 from support import corpus_files, corpus_text
 
@@ -497,11 +498,20 @@ def test_the_lora_path_action_model_is_the_source_of_every_release():
     # lora_paths() models one LoRAPathAction; every release's table holds that same source.
     from pytest_sglang.parse.launch import flag_table, table_versions
 
-    sources = {flag_table(v).action_sources["LoRAPathAction"] for v in table_versions()}
-    assert len(sources) == 1
-    (source,) = sources
+    # 0.5.0rc2's keeps {name: path}, modelled by lora_paths_by_name, chosen by that source.
+    sources = {flag_table(v).action_sources["LoRAPathAction"]: v for v in reversed(table_versions())}
+    assert len(sources) == 2
+    newer, older = (s for s, v in sorted(sources.items(), key=lambda item: Version(item[1]), reverse=True))
     for step in ("lora_path.strip()", 'startswith("{") and lora_path.endswith("}")', "json.loads(lora_path)", '"lora_path" in obj and "lora_name" in obj'):
-        assert step in source
+        assert step in newer
+    assert "getattr(namespace, self.dest)[name] = path" in older and "json" not in older
+
+
+def test_the_first_lora_path_action_keeps_a_mapping_of_name_to_path():
+    launch = parse_launch_command(["--model-path", "m", "--lora-paths", "a=/loras/a", " b ", "c=x=y"], sglang_version="0.5.0rc2")
+    assert launch.problems == []
+    assert launch["lora_paths"] == {"a": "/loras/a", " b ": " b ", "c": "x=y"}
+    assert parse_launch_command(["--model-path", "m", "--lora-paths", "{not json}"], sglang_version="0.5.0rc2")["lora_paths"] == {"{not json}": "{not json}"}
 
 
 @pytest.mark.parametrize("version", ["0.5.5", "0.5.12", "0.5.23"])

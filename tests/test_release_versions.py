@@ -37,6 +37,13 @@ def test_a_release_candidate_is_judged_as_its_release(candidate, since, until):
     assert within(candidate, since, until) == within(Version(candidate.base_version), since, until)
 
 
+@given(versions, versions)
+def test_a_range_holds_its_own_bounds_a_release_candidate_among_them(since, until):
+    assert within(since, since, None) and within(until, until, None)
+    if since <= until:
+        assert within(since, since, until) and within(until, since, until)
+
+
 @given(st.lists(versions, min_size=1, max_size=12, unique=True), versions)
 def test_a_version_is_read_with_its_own_release_or_the_newest_known_one_before_it(known, version):
     names = [str(v) for v in known]

@@ -49,8 +49,10 @@ def as_release(version: Version) -> Version:
 def within(version: Version, since: Version, until: Version | None) -> bool:
     """Whether a rule's range ``since``..``until`` holds in a release, in the order of releases:
     0.5.5 < 0.5.5.post1 < 0.5.6. A range that ends at 0.5.5 leaves out 0.5.5.post1 until the
-    release is added and proven to do the same (the add command extends the range then)."""
-    release = as_release(version)
+    release is added and proven to do the same (the add command extends the range then). A
+    release candidate is read as its release, unless it is a bound itself (0.5.0rc2, where no
+    0.5.0 final exists, is a release of the knowledge base)."""
+    release = version if version in (since, until) else as_release(version)
     return since <= release and (until is None or release <= until)
 
 

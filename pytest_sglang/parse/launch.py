@@ -55,6 +55,11 @@ class FlagTable:
     # its source: what :data:`ACTIONS` models.
     action_sources: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def merges_config(self) -> bool:
+        """Whether the release merges a ``--config`` YAML file into argv (0.5.3+)."""
+        return bool(self.config.get("merger", True))
+
     def lookup(self, flag: str) -> tuple[str | None, str | None]:
         """(field, problem): exact spelling, else a unique prefix, as argparse matches."""
         full, problem = self.spelling(flag)
@@ -145,6 +150,8 @@ def _table_for(version: str | None, *, strict: bool) -> tuple[str, str | None]:
         if strict:
             raise SpecError(f"sglang_version {_shown(version)} is not a version: give an SGLang release such as {known[-1]!r} ({tables})")
         return chosen, f"SGLang version {_shown(version)} is not a version: read with {chosen}'s flag table"
+    if Version(chosen) == wanted:
+        return chosen, None
     release = as_release(wanted)
     if wanted.is_devrelease:
         return chosen, f"SGLang {_text(version)} is a development build: read with the flag table of {chosen}, the newest release before it"
@@ -575,7 +582,8 @@ def parse_launch_command(
         note = f"it gives {len(set(hidden))} different values to secret flags (--api-key, --hf-token, ...), more than the {MAX_SECRET_VALUES} a launch command is read with: it is not read"
         result.problems, result.read_error = [note], note
         return result
-    config_path = _config_file(argv, result)
+    # Before 0.5.3 no merger reads --config (the table says): argparse meets it as an unknown flag.
+    config_path = _config_file(argv, result) if table.merges_config else None
     config_unread = config_path is not None  # until its mapping is read: what it sets is not known
     if config_path is not None:
         result.config_file = config_path
@@ -737,6 +745,10 @@ def _serve_rewrites(argv: list[str], table: FlagTable, result: LaunchCommand) ->
     """``sglang serve``'s own argv rewrites before ``prepare_server_args``: ``--model-type``
     taken out (0.5.10+), a first word that is not a flag made ``--model-path`` (0.5.16+)."""
     rule = entrypoint_rule("serve", table.sglang_version)
+    if rule.get("absent"):
+        result.problems.append(f"sglang serve: SGLang {table.sglang_version} has no 'sglang serve' command, so this command starts no server (use python -m sglang.launch_server)")
+        _refuse(result, "serve", "sglang serve", "sglang: command not found")
+        return argv
     if rule["model_type"] is not None:
         kept: list[str] = []
         backend = "auto"
@@ -916,7 +928,7 @@ def _apply(result: LaunchCommand, table: FlagTable, argv: list[str], *, from_con
         if _unresolved_word(result, flag):  # --$NAME: which flag it is, is not known
             i = _values(argv, kinds, i, inline if eq else None, nargs="*")[1]
             continue
-        if flag == "--config" and not eq and not from_config:
+        if flag == "--config" and not eq and not from_config and table.merges_config:
             i += 1  # the merger took '--config FILE' out of argv (see _merge_config)
             continue
         full, problem = table.spelling(flag)
@@ -1186,7 +1198,11 @@ def _act(value: Any, entry: dict[str, Any], flag: str, result: LaunchCommand, *,
     """What the flag's own argparse action (the table's ``action``, when SGLang's and not
     argparse's) stores of the converted ``value``; an action's refusal is a problem, as SGLang
     fails on it before it starts."""
-    model = ACTIONS.get(entry.get("action") or "")
+    name = entry.get("action") or ""
+    model = ACTIONS.get(name)
+    for marker, older in _EARLIER_ACTIONS.get(name, ()):
+        if marker in flag_table(result.flag_table_version).action_sources.get(name, ""):
+            model = older
     if model is None:
         return value
     try:
@@ -1199,7 +1215,7 @@ def _act(value: Any, entry: dict[str, Any], flag: str, result: LaunchCommand, *,
 
 
 def lora_paths(values: list[str] | None) -> list[Any]:
-    """SGLang's ``LoRAPathAction`` (every release, 0.5.5 to 0.5.23): each value stripped of
+    """SGLang's ``LoRAPathAction`` (0.5.1 to 0.5.23): each value stripped of
     surrounding whitespace; one that starts with ``{`` and ends with ``}`` is parsed as JSON and
     must hold ``lora_name`` and ``lora_path``; any other stays text (``name=path`` is split later,
     when ServerArgs resolves)."""
@@ -1217,6 +1233,26 @@ def lora_paths(values: list[str] | None) -> list[Any]:
         else:
             out.append(text)
     return out
+
+
+def lora_paths_by_name(values: list[str] | None) -> dict[str, str]:
+    """SGLang 0.5.0rc2's ``LoRAPathAction``: ``{name: path}``, a value ``name=path`` split at its
+    first ``=``, any other value its own name; nothing stripped, nothing refused."""
+    out: dict[str, str] = {}
+    for value in values or []:
+        name, split, path = value.partition("=")
+        if split:
+            out[name] = path
+        else:
+            out[value] = value
+    return out
+
+
+# Actions an earlier release implements otherwise: (a line of that release's source, its model),
+# chosen by the source the release's flag table holds, so the release decides and not its number.
+_EARLIER_ACTIONS: dict[str, tuple[tuple[str, Callable[[Any], Any]], ...]] = {
+    "LoRAPathAction": (("getattr(namespace, self.dest)[name] = path", lora_paths_by_name),),
+}
 
 
 # SGLang's own argparse action classes (a table entry's "action"; the table keeps each release's

@@ -446,10 +446,12 @@ def differentials(version: str, python: Path, examples: int, only: tuple[str, ..
 
 def store_differentials(version: str, python: Path) -> None:
     """The release's stored fixed sets (tests/data), which the fast tier checks explain against."""
+    import differential as launch_differential
     import pool_differential
     import postinit_differential
 
     with quiet():
+        launch_differential.write_stored(python, [version])
         postinit_differential.write_stored(python, [version])
         pool_differential.write_stored(python, [version])
 

@@ -27,6 +27,7 @@ config_loader=...)`` must agree by four rules:
     python tests/real_sglang/differential.py                 # 100 random commands per release, report
     python tests/real_sglang/differential.py --examples 300 0.5.23 0.5.12
     python tests/real_sglang/differential.py --store         # rewrite tests/data/sglang-launch-differential.json
+    python tests/real_sglang/differential.py --store 0.5.24  # store (again) that release's commands alone
     python tests/real_sglang/differential.py --check-stored  # the stored set, against the fast tier's rules
 
 The fast tier (``tests/test_launch_differential.py``) checks the stored set; the real tier
@@ -75,15 +76,14 @@ def versions() -> list[str]:
 def executed_versions() -> list[str]:
     """The releases the real tier runs: their stored answers asked again and a fresh sample of
     commands through their own parser, post-init and pool sizing. By default the final releases
-    the launch differential stores (0.5.5-0.5.23); ``SGLANG_REAL_RELEASES=all``, every release
+    from 0.5.5 (0.5.5-0.5.23); ``SGLANG_REAL_RELEASES=all``, every release
     with a flag table (post releases and 0.5.0rc2-0.5.4 too, about 15 minutes more). The add
     command ran each release's differentials when it added it, and every run of the tier checks
     every flag table, model table, post-init walk and source anchor against its wheel."""
     every = versions()
     if os.environ.get("SGLANG_REAL_RELEASES", "") == "all":
         return every
-    stored_releases = json.loads(DATA.read_text())["releases"]
-    return [v for v in every if v in stored_releases]
+    return [v for v in every if re.fullmatch(r"\d+\.\d+\.\d+", v) and Version(v) >= Version("0.5.5")]
 
 
 def table(version: str) -> dict:
@@ -613,8 +613,9 @@ def stored() -> dict:
     return json.loads(DATA.read_text())
 
 
-def write_stored(python: Path) -> dict:
-    """The fixed set: STORED_PER_RELEASE derandomized commands per release with the answers."""
+def write_stored(python: Path, releases: list[str] | None = None) -> dict:
+    """The fixed set: STORED_PER_RELEASE derandomized commands per release with the answers
+    (``releases``: those alone; the others keep their stored cases)."""
     import hypothesis
 
     out: dict[str, Any] = {
@@ -626,9 +627,9 @@ def write_stored(python: Path) -> dict:
             "(rules a-d) and by the real tier (the answers are still the releases' own)."
         ),
         "hypothesis": hypothesis.__version__,
-        "releases": {},
+        "releases": {v: r for v, r in stored()["releases"].items() if v in versions()} if releases and DATA.exists() else {},
     }
-    for version in versions():
+    for version in releases or versions():
         cases = generate(version, STORED_PER_RELEASE, derandomize=True)
         defaults, answers = real_answers(version, python, cases)
         out["releases"][version] = {
@@ -678,7 +679,7 @@ if __name__ == "__main__":
     else:
         python = harness.ensure_environment()
         if options.store:
-            write_stored(python)
+            write_stored(python, options.releases or None)
             result = check_stored()
         else:
             chosen = options.releases or versions()

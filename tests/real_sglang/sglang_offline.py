@@ -143,11 +143,27 @@ def _entry(action: argparse.Action) -> dict:
         entry["const"] = const if isinstance(const, (str, int, float, bool, type(None))) else str(getattr(const, "value", const))
         if action.nargs != 0 and not isinstance(action, argparse._StoreConstAction):
             entry["takes_value"] = True  # e.g. "--monokernel-backend amd": the value is checked, the constant stored
-    if entry["kind"] == "ignored" and getattr(action, "error_message", None):
-        entry["refused"] = str(action.error_message)
+    if entry["kind"] == "ignored":
+        refused = getattr(action, "error_message", None) or _raises(action)
+        if refused:
+            entry["refused"] = str(refused)
     if _custom(action):
         entry["action"] = type(action).__name__
     return entry
+
+
+def _raises(action: argparse.Action) -> str | None:
+    """What the release's own action raises when argparse calls it, if it raises (0.5.3-0.5.4's
+    DeprecatedAction: ``ValueError(help)``, which stops SGLang before it starts)."""
+    import contextlib
+    import io
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            action(argparse.ArgumentParser(), argparse.Namespace(), [], action.option_strings[0])
+    except Exception as exc:  # noqa: BLE001 (the release's own exception, whatever it is)
+        return str(exc)
+    return None
 
 
 def _custom(action: argparse.Action) -> bool:
