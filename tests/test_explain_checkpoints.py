@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from packaging.version import Version
 from support import ROOT, artefact
 
 from pytest_sglang import connect
@@ -19,6 +20,7 @@ from pytest_sglang.judge.explain.checkpoint import match_model_path
 from pytest_sglang.judge.explain.checkpoint_table import families, markdown
 from pytest_sglang.judge.explain.kb import load
 from pytest_sglang.model.knowledge.checkpoints import FILE, catalog, checkpoint
+from pytest_sglang.model.versions import within
 
 DATA = json.loads((ROOT / "pytest_sglang" / "model" / "knowledge" / FILE).read_text())
 MODELS = ROOT / "pytest_sglang" / "model" / "knowledge" / "models"
@@ -305,12 +307,11 @@ def test_a_target_reporting_another_architecture_keeps_its_own(canned):
 def test_each_entry_claims_the_releases_whose_model_table_has_its_architecture():
     tables = sorted(MODELS.glob("sglang-models-*.json"))
     assert tables, f"no model tables in {MODELS} (python tests/real_sglang/model_tables_live.py writes them)"
-    order = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
     for path in tables:
         table = json.loads(path.read_text())
         release, archs = table["sglang_version"], set(table["architectures"])
         for entry in catalog().values():
-            claimed = entry.sglang_since is not None and order(entry.sglang_since) <= order(release) and (entry.sglang_until is None or order(release) <= order(entry.sglang_until))
+            claimed = entry.sglang_since is not None and within(Version(release), Version(entry.sglang_since), Version(entry.sglang_until) if entry.sglang_until else None)
             assert claimed == (entry.architecture in archs), (entry.repo, entry.architecture, release)
 
 

@@ -111,7 +111,7 @@ def test_a_parser_name_or_moe_runner_a_release_refuses_narrows_the_range(field, 
     since = first_with(field, value)
     assert since != RELEASES[0]  # the data: older releases do not have it
     explanation = explain_launch(f"{LAUNCH} --tp 2 {flag} {value}", model="LlamaForCausalLM")
-    accepting = [v for v in RELEASES if value in (flag_table(v).fields[field].get("choices") or ())]
+    accepting = [v for v in RELEASES if value in (flag_table(v).fields.get(field, {}).get("choices") or ())]
     assert explanation.rules_version == span(accepting)
     older = explain_launch(f"{LAUNCH} --tp 2 {flag} {value}", model="LlamaForCausalLM", sglang_version=RELEASES[RELEASES.index(since) - 1])
     (error,) = older.errors

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "real_sglang"))
 
@@ -57,7 +58,7 @@ def test_the_coverage_page_shows_the_stored_assignments_against_the_current_rule
 
 
 def test_the_stored_assignments_cover_every_release_with_consistent_counts():
-    assert list(DATA) == sorted(DATA, key=lambda v: tuple(int(x) for x in v.split(".")))
+    assert list(DATA) == sorted(DATA, key=Version)
     assert list(DATA)[0] == "0.5.5" and list(DATA)[-1] == "0.5.23"
     for row in coverage.measure(DATA).rows:
         assert row.assignments == row.covered + row.out_of_scope + row.uncovered > 100, row
