@@ -680,3 +680,25 @@ def test_a_command_with_sglang_arguments_is_not_a_usage_error(text):
     # A flag the newest release does not know may be an older release's (or none's): the
     # command has arguments, and which releases accept them is judged after.
     parse_launch_command(text, sglang_version="0.5.23").require_arguments()
+
+
+def test_sglang_serve_before_it_existed_starts_no_server():
+    # 0.5.0rc2-0.5.4.post3 ship no sglang/cli/serve.py (the launch differential runs each wheel).
+    launch = parse_launch_command("sglang serve --model-path m --tp 2", sglang_version="0.5.4.post3")
+    assert launch.problems == ["sglang serve: SGLang 0.5.4.post3 has no 'sglang serve' command, so this command starts no server (use python -m sglang.launch_server)"]
+    assert [r.kind for r in launch.refusals] == ["serve"]
+    assert parse_launch_command("sglang serve --model-path m --tp 2", sglang_version="0.5.5").problems == []
+
+
+def test_a_config_file_before_the_merger_existed_is_an_unknown_flag():
+    # The table records that 0.5.2 has no ConfigArgumentMerger (config.merger false).
+    older = parse_launch_command("python -m sglang.launch_server --model-path m --config a.yaml", sglang_version="0.5.2", config_loader=lambda path: {"tp_size": 4})
+    assert [r.kind for r in older.refusals] == ["unknown-flag"] and older.config_file is None and "tp_size" not in older.requested
+    newer = parse_launch_command("python -m sglang.launch_server --model-path m --config a.yaml", sglang_version="0.5.3", config_loader=lambda path: {"tp-size": 4})
+    assert newer.refusals == [] and newer.config_file == "a.yaml" and newer["tp_size"] == 4
+
+
+def test_a_deprecated_moe_flag_of_0_5_3_refuses_with_its_own_message():
+    launch = parse_launch_command("python -m sglang.launch_server --model-path m --enable-ep-moe", sglang_version="0.5.4")
+    (refusal,) = launch.refusals
+    assert refusal.kind == "deprecated" and refusal.message == "NOTE: --enable-ep-moe is deprecated. Please set `--ep-size` to the same value as `--tp-size` instead."

@@ -178,7 +178,8 @@ def identical(version: str, other: str) -> dict[str, bool]:
     walks = postinit_coverage.load_assignments()
 
     def walk(release: str) -> list[tuple]:
-        return [(a["file"], a["function"], a["field"], a["value"], tuple(a["conditions"]), a["line"]) for a in walks.get(release, [])]
+        # What is assigned, where and under which conditions; a line that only moved is the same.
+        return [(a["file"], a["function"], a["field"], a["value"], tuple(a["conditions"])) for a in walks.get(release, [])]
 
     return {
         "flags": json.loads(_table_text(FLAGS / f"sglang-cli-{version}.json", version))
@@ -423,14 +424,20 @@ def choose_era(version: str, python: Path, examples: int, run: Callable[[], dict
 # ---- the differentials ------------------------------------------------------------------------
 
 
-def differentials(version: str, python: Path, examples: int, only: tuple[str, ...] = ("post-init", "pool sizing")) -> dict[str, dict]:
-    """The post-init and pool-sizing differentials of one release on a fixed sample of fresh
-    commands and the pinned ones: per differential, the counts and the disagreement classes
-    (``open``: those ``KNOWN`` does not explain)."""
+def differentials(version: str, python: Path, examples: int, only: tuple[str, ...] = ("launch", "post-init", "pool sizing")) -> dict[str, dict]:
+    """The launch, post-init and pool-sizing differentials of one release on a fixed sample of
+    fresh commands (and the pinned ones): per differential, the counts and the disagreement
+    classes (``open``: those ``KNOWN`` does not explain; the launch differential knows none)."""
+    import differential as launch_differential
     import pool_differential
     import postinit_differential
 
     out: dict[str, dict] = {}
+    if "launch" in only:
+        with quiet():
+            report = launch_differential.run([version], lambda v: launch_differential.generate(v, examples, derandomize=True), python, log=lambda _m: None)
+        counts = {"commands": report["generated"].get(version, 0), "accepted": report["accepted"].get(version, 0)}
+        out["launch"] = {"counts": counts, "classes": sorted(report["classes"]), "open": sorted(report["classes"])}
     for name, module in (("post-init", postinit_differential), ("pool sizing", pool_differential)):
         if name not in only:
             continue
@@ -689,13 +696,35 @@ def pool_eras(versions: list[str], examples: int) -> int:
     return 1 if failed else 0
 
 
+def refresh_registry() -> int:
+    """Every release's record again from the tables as they are: the release it is compared
+    with (the newest older known one: the order releases were added in does not matter), what
+    it shares with that one, the changes and its pool era; ``taken_in`` and ``kept_out`` stay,
+    as only the add command's differentials decide them."""
+    data = json.loads(REGISTRY.read_text())
+    known = known_releases()
+    for version, record in data["releases"].items():
+        other = nearest_known(version, known)
+        record["compared_with"] = other
+        record["identical"] = identical(version, other) if other else {}
+        record["flag_changes"] = len(flag_changes(version, other)) if other else 0
+        record["assignment_changes"] = len(assignment_changes(version, other)) if other else 0
+        record["pool_era"] = era_holding(version)
+    REGISTRY.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"{len(data['releases'])} release records written again")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_sglang.model.knowledge.release add", description=__doc__.split("\n\n")[0])
     parser.add_argument("release", help="an SGLang release on the package index (0.5.24) or a path to its wheel")
     parser.add_argument("--examples", type=int, default=12, help="fresh commands per differential (default 12)")
     parser.add_argument("--no-differential", action="store_true", help="write the tables only")
     parser.add_argument("--pool-era", action="store_true", help="only place known releases in a pool sizing era (release: a comma-separated list)")
+    parser.add_argument("--refresh-registry", action="store_true", help="write every release's record in releases.json again from the tables (release: 'all')")
     args = parser.parse_args(argv)
+    if args.refresh_registry:
+        return refresh_registry()
     if args.pool_era:
         return pool_eras(args.release.split(","), args.examples)
     try:
