@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "real_sglang"))
 import postinit_coverage as coverage  # noqa: E402
 
 from pytest_sglang.judge.explain import kb as kb_module
+from pytest_sglang.parse.launch import table_versions
 from pytest_sglang.model import knowledge as _knowledge
 
 KNOWLEDGE_DIR = Path(_knowledge.__file__).parent  # the knowledge base's data: rule files, lists, flag tables
@@ -59,9 +60,10 @@ def test_the_coverage_page_shows_the_stored_assignments_against_the_current_rule
 
 def test_the_stored_assignments_cover_every_release_with_consistent_counts():
     assert list(DATA) == sorted(DATA, key=Version)
-    assert list(DATA)[0] == "0.5.5" and list(DATA)[-1] == "0.5.23"
+    assert list(DATA) == list(table_versions())  # a walk for every release with a flag table
     for row in coverage.measure(DATA).rows:
-        assert row.assignments == row.covered + row.out_of_scope + row.uncovered > 100, row
+        # 0.5.0rc2's post-init already writes some 70 fields; later releases write more
+        assert row.assignments == row.covered + row.out_of_scope + row.uncovered > 60, row
     for items in DATA.values():
         reasons = {a["reason"] for a in items if "reason" in a}
         assert reasons <= set(coverage.REASONS), reasons - set(coverage.REASONS)
