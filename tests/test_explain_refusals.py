@@ -13,6 +13,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from packaging.version import Version
 
 from pytest_sglang.cli.main import main
 from pytest_sglang.judge.explain import explain_launch
@@ -310,3 +311,13 @@ def test_a_list_of_bad_values_is_one_refusal_as_argparse_stops_at_the_first():
     launch = parse_launch_command("python -m sglang.launch_server --model-path m --cuda-graph-bs {5, 12, 32}", sglang_version="0.5.12")
     assert [(r.kind, r.value) for r in launch.refusals] == [("invalid-value", "{5,")]
     assert [r.message for r in launch.refusals] == ["argument --cuda-graph-bs: invalid int value: '{5,'"]
+
+
+def test_sglang_serve_narrows_the_range_to_the_releases_that_have_it():
+    # No wheel before 0.5.5 ships sglang/cli/serve.py (the launch differential runs each one).
+    first = next(v for v in RELEASES if Version(v) >= Version("0.5.5"))
+    explanation = explain_launch("sglang serve --model-path m --tp 2", model="LlamaForCausalLM")
+    assert explanation.rules_version == span(RELEASES[RELEASES.index(first) :])
+    assert "refuse sglang serve (no such command)" in explanation.notes[0]
+    (error,) = explain_launch("sglang serve --model-path m --tp 2", model="LlamaForCausalLM", sglang_version="0.5.4").errors
+    assert error.title == "SGLang 0.5.4 has no sglang serve command" and "python -m sglang.launch_server" in error.knobs[0]

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from packaging.version import Version
 import yaml
+from packaging.version import Version
 from support import corpus_files, corpus_text
 
 from pytest_sglang import Facts, normalise
@@ -686,7 +686,7 @@ def test_sglang_serve_before_it_existed_starts_no_server():
     # 0.5.0rc2-0.5.4.post3 ship no sglang/cli/serve.py (the launch differential runs each wheel).
     launch = parse_launch_command("sglang serve --model-path m --tp 2", sglang_version="0.5.4.post3")
     assert launch.problems == ["sglang serve: SGLang 0.5.4.post3 has no 'sglang serve' command, so this command starts no server (use python -m sglang.launch_server)"]
-    assert [r.kind for r in launch.refusals] == ["serve"]
+    assert [r.kind for r in launch.refusals] == ["no-serve"]
     assert parse_launch_command("sglang serve --model-path m --tp 2", sglang_version="0.5.5").problems == []
 
 

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "real_sglang"))
 import postinit_coverage as coverage  # noqa: E402
 
 from pytest_sglang.judge.explain import kb as kb_module
-from pytest_sglang.parse.launch import table_versions
 from pytest_sglang.model import knowledge as _knowledge
+from pytest_sglang.parse.launch import table_versions
 
 KNOWLEDGE_DIR = Path(_knowledge.__file__).parent  # the knowledge base's data: rule files, lists, flag tables
 

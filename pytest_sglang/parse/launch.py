@@ -747,7 +747,7 @@ def _serve_rewrites(argv: list[str], table: FlagTable, result: LaunchCommand) ->
     rule = entrypoint_rule("serve", table.sglang_version)
     if rule.get("absent"):
         result.problems.append(f"sglang serve: SGLang {table.sglang_version} has no 'sglang serve' command, so this command starts no server (use python -m sglang.launch_server)")
-        _refuse(result, "serve", "sglang serve", "sglang: command not found")
+        _refuse(result, "no-serve", "sglang serve", "sglang: command not found")
         return argv
     if rule["model_type"] is not None:
         kept: list[str] = []

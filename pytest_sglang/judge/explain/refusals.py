@@ -30,6 +30,7 @@ _TITLES = {
     "deprecated": "SGLang {release} refuses the retired flag {flag}",
     "config": "SGLang {release} refuses the --config file",
     "serve": "sglang serve of SGLang {release} refuses the command",
+    "no-serve": "SGLang {release} has no sglang serve command",
 }
 _KNOBS = {
     "ambiguous-flag": "write the whole flag: an abbreviation must match one flag only",
@@ -40,6 +41,7 @@ _KNOBS = {
     "deprecated": "remove {flag}, or use what the message names",
     "config": "check the --config file: one, a .yaml or .yml file, a mapping at its top",
     "serve": "check the sglang serve command: a model path, a --model-type the release knows",
+    "no-serve": "start it with python -m sglang.launch_server (every release has it), or run a release with sglang serve",
 }
 
 
@@ -191,6 +193,8 @@ def short_reason(refusal: Refusal) -> str:
         return f"{flag} (not one of its flags)"
     if refusal.kind == "ambiguous-flag":
         return f"{flag} (an ambiguous abbreviation)"
+    if refusal.kind == "no-serve":
+        return "sglang serve (no such command)"
     if refusal.kind == "invalid-choice":
         return f"{flag} {value!r} (not one of its choices)"
     if refusal.kind == "invalid-value":
