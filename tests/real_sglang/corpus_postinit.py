@@ -361,7 +361,7 @@ def startup_cases(item: dict[str, Any], releases: list[str]) -> tuple[list[dict[
     if release is None:
         release = release_of_fields(fields)[0]
     if release not in releases:
-        return [], f"it reports SGLang {release}, which the harness does not run (0.5.5-0.5.23)"
+        return [], f"it reports SGLang {release}, which is not among the releases run ({releases[0]}-{releases[-1]})"
     _, defaults = release_defaults(release)
     table = flag_table(release).fields
     arch = item.get("model") or architecture(str(fields.get("model_path") or "")) or architecture(str(fields.get("served_model_name") or ""))
