@@ -55,6 +55,8 @@ def test_the_stored_set_covers_every_release_family_gpu_and_flag():
     for version, release in DATA["releases"].items():
         sized = [c for c in release["cases"] if "pools" in c["answer"]]
         assert len(sized) >= len(release["cases"]) // 2, f"{version}: most stored commands must reach the pool sizing"
+        # A family the release's model registry lacks is refused before any sizing: never drawn.
+        assert {c["family"] for c in release["cases"]} <= set(differential.families(version)), version
 
 
 def test_figures_and_refusals_of_every_kind_were_checked_against_an_execution():
@@ -76,6 +78,24 @@ def test_the_comparison_catches_a_wrong_figure_and_a_missed_refusal():
         assert any(cls.startswith("figure: ") for cls in classes), field
     refused = {"error": "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.", "stage": "pools", "read": case["answer"]["pools"]["read"]}
     assert any(cls.startswith("refusal: missed") for cls, _ in differential.compare(case, version, refused)[0])
+
+
+def test_a_release_no_era_holds_is_an_open_disagreement(monkeypatch):
+    # Explain gives no figure for a release whose sizing no era transcribes: the comparison must
+    # fail it, never pass it as agreeing.
+    import dataclasses
+
+    from packaging.version import Version
+
+    from pytest_sglang.judge.explain import pools
+
+    version, case = next((v, c) for v, c in CASES if "pools" in c["answer"])
+    data = pools._data()
+    held = pools._era(Version(version))
+    monkeypatch.setattr(pools, "_data", lambda: dataclasses.replace(data, eras=tuple(e for e in data.eras if e is not held)))
+    bad = differential.compare(case, version, case["answer"])[0]
+    assert [cls for cls, _ in bad] == ["untranscribed: no pool sizing era holds the release"]
+    assert not differential.known(bad[0][0], DATA["known"])
 
 
 def test_every_open_class_has_a_reason():

@@ -394,6 +394,9 @@ def _answer(runner, server_args, model_config, read: dict) -> dict:  # noqa: ANN
     if mamba is not None:
         out["max_mamba_cache_size"] = int(_current(server_args, "max_mamba_cache_size"))
         out["mamba_cache_per_req"] = int(mamba.mamba2_cache_params.mamba_cache_per_req)
+    elif getattr(runner, "is_hybrid_gdn", False):  # 0.5.2-0.5.3: no mambaish_config; the config carries the state's size
+        out["max_mamba_cache_size"] = int(_current(server_args, "max_mamba_cache_size"))
+        out["mamba_cache_per_req"] = int(model_config.hf_config.mamba_cache_per_req)
     if getattr(runner, "is_hybrid_swa", False) or getattr(runner, "is_hybrid", False) and getattr(runner, "full_max_total_num_tokens", None):
         out["full_max_total_num_tokens"] = getattr(runner, "full_max_total_num_tokens", None)
         out["swa_max_total_num_tokens"] = getattr(runner, "swa_max_total_num_tokens", None)

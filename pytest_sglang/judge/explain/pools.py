@@ -96,6 +96,8 @@ class _Data:
     weights_tolerance: tuple[float, float]
     lists: dict[str, frozenset[str]]
     page_size: dict[str, Any]
+    dsa_auto_kept: tuple[Version, Version]  # releases whose post-init keeps a DSA model's KV dtype auto below SM100
+    mamba_whole_tp: tuple[frozenset[str], Version, Version]  # architectures whose mamba state splits over all of TP, and when
 
 
 @lru_cache(maxsize=1)
@@ -111,7 +113,11 @@ def _data() -> _Data:
     overhead = {int(k): (float(v[0]), float(v[1])) for k, v in estimate["overhead_gib"].items()}
     low, high = estimate["weights_tolerance"]
     lists = {name: frozenset(values) for name, values in raw["lists"].items()}
-    return _Data(tuple(eras), overhead, (float(low), float(high)), lists, raw["page_size"])
+    kept, whole = raw["dsa_kv_dtype"]["auto_kept"], raw["mamba_whole_tp"]
+    return _Data(
+        tuple(eras), overhead, (float(low), float(high)), lists, raw["page_size"], (Version(kept["since"]), Version(kept["until"])),
+        (frozenset(whole["archs"]), Version(whole["since"]), Version(whole["until"])),
+    )  # fmt: skip
 
 
 def _era(version: Version) -> _Era | None:
@@ -232,7 +238,8 @@ def _mamba_dtype_bytes(text: Mapping[str, Any], env: Mapping[str, str], requeste
 
 def _mamba_per_req(text: Mapping[str, Any], gdn: bool, attn_tp: int, dtypes: tuple[int, int]) -> tuple[int | None, str]:
     """Bytes of mamba state one request slot holds on one attention-TP rank (conv and ssm states,
-    every mamba layer), as the release's Mamba2StateShape.create computes them."""
+    every mamba layer), as the release's Mamba2StateShape.create computes them (``attn_tp``: the
+    ranks the state is split over; pools.toml [mamba_whole_tp] says where that is all of TP)."""
     conv_bytes, ssm_bytes = dtypes
     if gdn:
         split = _gdn_layers(text)
@@ -361,14 +368,19 @@ def _gather(situation: Situation, config: Mapping[str, Any], release: Version, k
         facts.missing("kv_bytes", f"the KV cache dtype {kv_dtype!r} is not sized here")
     elif kv_bytes is not None:
         v["kv_bytes"] = kv_bytes
-        if v["dsa"] and kv_dtype in (None, "auto"):  # post-init picks fp8 or bf16 for a DSA model
+        # Post-init may turn a DSA model's auto into fp8 or bf16: unless the release reported its
+        # value, or is one whose post-init the rules transcribe for it (an auto left is the model's dtype).
+        kept = within(release, *_data().dsa_auto_kept)
+        if v["dsa"] and kv_dtype in (None, "auto") and "kv_cache_dtype" not in facts.known and not kept:
             why = "SGLang picks the KV cache dtype of a DSA model at start-up (fp8_e4m3 or bfloat16) and no rule decides it here"
             facts.alternatives["kv_bytes"] = (2, 1, why)
             facts.alternatives["kv_fp8_e4m3"] = (False, True, why)
     _page_size(situation, facts)
     _dsa_layout(situation, facts, release)
     if hybrid:
-        per_req, why = _mamba_per_req(text, gdn, attn_tp, _mamba_dtype_bytes(text, env, _value(situation, "mamba_ssm_dtype", facts)))
+        archs, since, until = _data().mamba_whole_tp
+        state_tp = max(tp or 1, 1) if (config.get("architectures") or [None])[0] in archs and within(release, since, until) and isinstance(tp, int) else attn_tp
+        per_req, why = _mamba_per_req(text, gdn, state_tp, _mamba_dtype_bytes(text, env, _value(situation, "mamba_ssm_dtype", facts)))
         if per_req is None:
             facts.missing("mamba_per_req", why)
         else:
