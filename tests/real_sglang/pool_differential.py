@@ -8,7 +8,7 @@ Hypothesis writes launch commands over the flags the pool sizing reads (``--max-
 strategy, DP attention and ``--tp``) for the model families of ``tests/data/model-configs``
 (dense, MoE, gated delta net, Mamba2, MLA, DSA; those the release's model registry holds), on a simulated GPU (SM80-SM120, 24-192 GB, 1-8
 GPUs) with the free memory before loading and the weights' size drawn too. Each release
-0.5.5-0.5.23 runs its own post-init and pool sizing on that (``sglang_pools.py``), and explain,
+(0.5.0rc2-0.5.23, post releases included) runs its own post-init and pool sizing on that (``sglang_pools.py``), and explain,
 given the same two memory figures, must give the same figures twice:
 
 - ``figure``: from the post-init values the release's sizing read (so the sizing itself is
