@@ -30,8 +30,10 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 import zipfile
@@ -453,12 +455,17 @@ def differentials(version: str, python: Path, examples: int, only: tuple[str, ..
 
 def store_differentials(version: str, python: Path) -> None:
     """The release's stored fixed sets (tests/data), which the fast tier checks explain against."""
-    import differential as launch_differential
     import pool_differential
     import postinit_differential
 
+    # The launch set in a process of its own: Hypothesis draws other commands for it after the
+    # post-init and pool generators ran in the same process, and the set must be the one
+    # `differential.py --store VERSION` writes.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(HERE / "differential.py"), "--store", version], capture_output=True, text=True, env=env)
+    if done.returncode not in (0, 1):  # 1: the set is stored and disagrees, which the differentials step reports
+        raise AddError(f"differential.py --store {version} failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     with quiet():
-        launch_differential.write_stored(python, [version])
         postinit_differential.write_stored(python, [version])
         pool_differential.write_stored(python, [version])
 
@@ -581,8 +588,6 @@ def _reload(kb_module: Any) -> None:
 
 def _regenerate_parsed() -> None:
     """The knowledge base's parsed form (``parsed.json``), as ``python -m pytest_sglang.judge.explain.kb`` writes it."""
-    import subprocess
-
     subprocess.run([sys.executable, "-m", "pytest_sglang.judge.explain.kb"], cwd=ROOT, check=True, capture_output=True)
 
 
