@@ -305,6 +305,8 @@ def test_a_target_reporting_another_architecture_keeps_its_own(canned):
 
 
 def test_each_entry_claims_the_releases_whose_model_table_has_its_architecture():
+    # The model tables are each wheel's EntryClass registry (the real tier's test_model_tables
+    # reads every wheel), so an entry's claimed releases are proven against the wheels here.
     tables = sorted(MODELS.glob("sglang-models-*.json"))
     assert tables, f"no model tables in {MODELS} (python tests/real_sglang/model_tables_live.py writes them)"
     for path in tables:
